@@ -1,0 +1,27 @@
+# Which ISA kernel groups this build compiles, and the flags of each. Code compiled with an
+# ISA's flags is only reachable through that ISA's kernel table, chosen at run time.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(ATTN_ARCH x86_64)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
+  set(ATTN_ARCH aarch64)
+else()
+  set(ATTN_ARCH other)
+endif()
+
+option(ATTN_ENABLE_AVX512 "Build the AVX-512 kernels (x86-64)" ON)
+
+set(ATTN_ISAS)
+if(ATTN_ARCH STREQUAL "x86_64")
+  list(APPEND ATTN_ISAS sse2 avx2)
+  if(ATTN_ENABLE_AVX512)
+    list(APPEND ATTN_ISAS avx512)
+  endif()
+elseif(ATTN_ARCH STREQUAL "aarch64")
+  list(APPEND ATTN_ISAS neon)
+endif()
+
+set(ATTN_FLAGS_sse2 -msse2)
+set(ATTN_FLAGS_avx2 -mavx2 -mfma)
+set(ATTN_FLAGS_avx512 -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma)
+set(ATTN_FLAGS_neon)
+message(STATUS "attn: ISA kernels built: scalar ${ATTN_ISAS}")

@@ -1,0 +1,64 @@
+// Context: the ISA, the thread count and the scratch arena of a sequence of attn calls.
+#pragma once
+
+#include <cstddef>
+
+#include "attn/isa.hpp"
+#include "attn/status.hpp"
+
+namespace attn {
+
+namespace detail {
+struct ContextState;
+}
+
+// One Context per thread of the caller: a Context is not safe to use from two threads at once
+// (its scratch arena is shared by the calls made through it). Distinct Contexts are independent.
+//
+// Threads: with num_threads() == 1 (the default) attn never starts a thread; with n > 1 each
+// call runs an OpenMP parallel region of exactly n threads.
+//
+// Memory: a call takes its scratch from the arena, growing it (one allocation) only when the
+// call needs more than any earlier call did. After the first call of a given shape and thread
+// count, calls of that shape make no heap allocation.
+//
+// ISA: the constructor picks best_isa(), or the ISA named by the environment variable ATTN_ISA
+// (scalar|sse2|avx2|avx512|neon). If ATTN_ISA names an unknown or unsupported ISA, init_status()
+// holds the error and every call returns it until set_isa() succeeds: attn never silently runs
+// another ISA than the one asked for.
+class Context {
+ public:
+  Context() noexcept;
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  Context(Context&& other) noexcept;
+  Context& operator=(Context&& other) noexcept;
+
+  // n >= 1; invalid_argument otherwise (the count is unchanged).
+  Status set_num_threads(int n) noexcept;
+  int num_threads() const noexcept;
+
+  // unsupported if this build or CPU lacks the ISA (the ISA is unchanged).
+  Status set_isa(Isa isa) noexcept;
+  // The ISA every call through this Context runs.
+  Isa isa() const noexcept;
+
+  // ok, or why ATTN_ISA could not be honoured (or out_of_memory if the Context's own state
+  // could not be allocated).
+  Status init_status() const noexcept;
+
+  // Bytes held by the scratch arena now, and the most it has ever held.
+  std::size_t scratch_bytes() const noexcept;
+  std::size_t peak_scratch_bytes() const noexcept;
+  // Frees the arena; the next call allocates again.
+  void release_scratch() noexcept;
+
+  // For attn's own implementation.
+  detail::ContextState* state() noexcept { return state_; }
+
+ private:
+  detail::ContextState* state_ = nullptr;
+};
+
+}  // namespace attn

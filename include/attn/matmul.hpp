@@ -1,0 +1,20 @@
+// General matrix multiply.
+#pragma once
+
+#include "attn/context.hpp"
+#include "attn/status.hpp"
+#include "attn/view.hpp"
+
+namespace attn {
+
+// c = alpha * op(a) * op(b) + beta * c, where op(x) is x or its transpose.
+// Shapes: op(a) is m x k, op(b) is k x n, c is m x n. k == 0 is valid (c = beta * c).
+// When beta == 0, c is never read (it may hold NaN or uninitialised memory).
+// c must not overlap a or b. Errors: invalid_argument (shapes, strides, null data, overlap,
+// byte-size overflow), unsupported, out_of_memory; on error c is untouched.
+// Threads: rows (and, for few rows, columns) of c are split among ctx.num_threads(); k is never
+// split, so the result is bit-identical for any thread count.
+Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, MatrixView<const float> b,
+              Transpose tb, MatrixView<float> c, float alpha = 1.0f, float beta = 0.0f);
+
+}  // namespace attn

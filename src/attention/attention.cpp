@@ -1,0 +1,26 @@
+// attn::attention: argument checks, scratch, then the attention driver on the Context's ISA.
+#include "attn/attention.hpp"
+
+#include "attention/attention_driver.hpp"
+#include "core/args.hpp"
+#include "core/checks.hpp"
+#include "core/context_state.hpp"
+
+namespace attn {
+
+Status attention(Context& ctx, TensorView<const float> q, TensorView<const float> k,
+                 TensorView<const float> v, TensorView<float> out,
+                 const AttentionOptions& options) {
+  constexpr const char* fn = "attention";
+  detail::ContextState* st = nullptr;
+  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  detail::AttentionCall call{q, k, v, out, &options, {}};
+  ATTN_RETURN_IF_ERROR(detail::validate_attention(fn, q, k, v, out, options, &call.dims));
+  void* scratch = nullptr;
+  ATTN_RETURN_IF_ERROR(
+      st->scratch(detail::attention_scratch_bytes(*st->kernels, st->threads, call), &scratch));
+  detail::attention_run(*st->kernels, st->threads, call, scratch);
+  return Status::Ok();
+}
+
+}  // namespace attn

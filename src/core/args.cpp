@@ -1,0 +1,297 @@
+#include "core/args.hpp"
+
+#include <cmath>
+
+#include "core/checks.hpp"
+
+namespace attn::detail {
+namespace {
+
+const char* tr(Transpose t) {
+  return t == Transpose::yes ? "^T" : "";
+}
+
+// Mask parts against [B, Hq, Lq, Lk]; collects the extents of what the mask reads.
+Status validate_mask(const char* fn, const Mask& mask, std::size_t batch, std::size_t heads,
+                     std::size_t lq, std::size_t lk, Extent* additive, Extent* allowed,
+                     Extent* lengths) {
+  const std::size_t want[4] = {batch, heads, lq, lk};
+  const char* dim_names[4] = {"batch", "heads", "Lq", "Lk"};
+  auto check_shape = [&](const char* arg, const std::array<std::size_t, 4>& shape) {
+    for (int d = 0; d < 4; ++d) {
+      const bool broadcast = d < 2 && shape[d] == 1;
+      if (shape[d] != want[d] && !broadcast) {
+        return Status::Error(StatusCode::invalid_argument,
+                             "%s: %s has shape [%zu, %zu, %zu, %zu], which does not broadcast to "
+                             "[%zu, %zu, %zu, %zu] (dimension %s)",
+                             fn, arg, shape[0], shape[1], shape[2], shape[3], want[0], want[1],
+                             want[2], want[3], dim_names[d]);
+      }
+    }
+    return Status::Ok();
+  };
+  *additive = Extent{};
+  *allowed = Extent{};
+  *lengths = Extent{};
+  if (mask.additive.data != nullptr) {
+    ATTN_RETURN_IF_ERROR(check_shape("mask.additive", mask.additive.shape));
+    ATTN_RETURN_IF_ERROR(check_tensor(fn, "mask.additive", mask.additive, additive));
+  }
+  if (mask.allowed.data != nullptr) {
+    ATTN_RETURN_IF_ERROR(check_shape("mask.allowed", mask.allowed.shape));
+    ATTN_RETURN_IF_ERROR(check_tensor(fn, "mask.allowed", mask.allowed, allowed));
+  }
+  if (mask.key_lengths != nullptr) {
+    ATTN_RETURN_IF_ERROR(check_buffer(fn, "mask.key_lengths", mask.key_lengths, batch,
+                                      sizeof(std::int32_t), lengths));
+    for (std::size_t b = 0; b < batch; ++b) {
+      const std::int32_t len = mask.key_lengths[b];
+      if (len < 0 || static_cast<std::size_t>(len) > lk) {
+        return Status::Error(StatusCode::invalid_argument,
+                             "%s: mask.key_lengths[%zu] is %d; it must be in [0, Lk = %zu]", fn, b,
+                             static_cast<int>(len), lk);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status shape_error(const char* fn, const char* arg, const std::array<std::size_t, 4>& got,
+                   const std::array<std::size_t, 4>& want) {
+  return Status::Error(StatusCode::invalid_argument,
+                       "%s: %s has shape [%zu, %zu, %zu, %zu]; expected [%zu, %zu, %zu, %zu]", fn,
+                       arg, got[0], got[1], got[2], got[3], want[0], want[1], want[2], want[3]);
+}
+
+Status check_scale(const char* fn, float scale) {
+  if (!std::isfinite(scale)) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: options.scale is %g; it must be finite (0 = 1/sqrt(Dk))", fn,
+                         static_cast<double>(scale));
+  }
+  return Status::Ok();
+}
+
+float resolve_scale(float scale, std::size_t dim_k) {
+  if (scale != 0.0f) return scale;
+  return dim_k == 0 ? 1.0f : static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim_k)));
+}
+
+// The weights output: [B, Hq, Lq, Lk], disjoint from the inputs and the output.
+Status validate_weights(const char* fn, const TensorView<float>& w,
+                        const std::array<std::size_t, 4>& want, Extent* extent) {
+  *extent = Extent{};
+  if (w.data == nullptr) return Status::Ok();
+  if (w.shape != want) return shape_error(fn, "options.weights", w.shape, want);
+  ATTN_RETURN_IF_ERROR(check_tensor(fn, "options.weights", w, extent));
+  return check_no_self_overlap(fn, "options.weights", w.shape, w.strides);
+}
+
+}  // namespace
+
+Status validate_matmul(const char* fn, const MatrixView<const float>& a, Transpose ta,
+                       const MatrixView<const float>& b, Transpose tb, const MatrixView<float>& c) {
+  Extent ea, eb, ec;
+  ATTN_RETURN_IF_ERROR(check_matrix(fn, "a", a, &ea));
+  ATTN_RETURN_IF_ERROR(check_matrix(fn, "b", b, &eb));
+  ATTN_RETURN_IF_ERROR(check_matrix(fn, "c", c, &ec));
+  const std::size_t m = ta == Transpose::no ? a.rows : a.cols;
+  const std::size_t ka = ta == Transpose::no ? a.cols : a.rows;
+  const std::size_t kb = tb == Transpose::no ? b.rows : b.cols;
+  const std::size_t n = tb == Transpose::no ? b.cols : b.rows;
+  if (ka != kb) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: inner dimensions differ: a%s is %zu x %zu but b%s is %zu x %zu", fn,
+                         tr(ta), m, ka, tr(tb), kb, n);
+  }
+  if (c.rows != m || c.cols != n) {
+    return Status::Error(StatusCode::invalid_argument, "%s: c is %zu x %zu; a%s b%s is %zu x %zu",
+                         fn, c.rows, c.cols, tr(ta), tr(tb), m, n);
+  }
+  ATTN_RETURN_IF_ERROR(check_disjoint(fn, "c", ec, "a", ea));
+  return check_disjoint(fn, "c", ec, "b", eb);
+}
+
+Status validate_exp(const char* fn, const float* x, const float* y, std::size_t n) {
+  Extent ex, ey;
+  ATTN_RETURN_IF_ERROR(check_buffer(fn, "x", x, n, sizeof(float), &ex));
+  ATTN_RETURN_IF_ERROR(check_buffer(fn, "y", y, n, sizeof(float), &ey));
+  if (x == y) return Status::Ok();
+  return check_disjoint(fn, "y", ey, "x", ex);
+}
+
+Status validate_softmax(const char* fn, const MatrixView<const float>& x,
+                        const MatrixView<float>& y) {
+  Extent ex, ey;
+  ATTN_RETURN_IF_ERROR(check_matrix(fn, "x", x, &ex));
+  ATTN_RETURN_IF_ERROR(check_matrix(fn, "y", y, &ey));
+  if (x.rows != y.rows || x.cols != y.cols) {
+    return Status::Error(StatusCode::invalid_argument, "%s: x is %zu x %zu but y is %zu x %zu", fn,
+                         x.rows, x.cols, y.rows, y.cols);
+  }
+  if (x.data == y.data && (x.stride == y.stride || x.rows <= 1)) return Status::Ok();
+  return check_disjoint(fn, "y", ey, "x", ex);
+}
+
+Status validate_attention(const char* fn, const TensorView<const float>& q,
+                          const TensorView<const float>& k, const TensorView<const float>& v,
+                          const TensorView<float>& out, const AttentionOptions& options,
+                          AttentionDims* dims) {
+  Extent eq, ek, ev, eo, ew, ea, eb, el;
+  ATTN_RETURN_IF_ERROR(check_tensor(fn, "q", q, &eq));
+  ATTN_RETURN_IF_ERROR(check_tensor(fn, "k", k, &ek));
+  ATTN_RETURN_IF_ERROR(check_tensor(fn, "v", v, &ev));
+  ATTN_RETURN_IF_ERROR(check_tensor(fn, "out", out, &eo));
+  AttentionDims d;
+  d.batch = q.shape[0];
+  d.heads_q = q.shape[1];
+  d.len_q = q.shape[2];
+  d.dim_k = q.shape[3];
+  d.heads_kv = k.shape[1];
+  d.len_k = k.shape[2];
+  d.dim_v = v.shape[3];
+  if (k.shape[0] != d.batch || k.shape[3] != d.dim_k) {
+    return shape_error(fn, "k", k.shape, {d.batch, d.heads_kv, d.len_k, d.dim_k});
+  }
+  if (v.shape[0] != d.batch || v.shape[1] != d.heads_kv || v.shape[2] != d.len_k) {
+    return shape_error(fn, "v", v.shape, {d.batch, d.heads_kv, d.len_k, d.dim_v});
+  }
+  if (d.heads_kv == 0 ? d.heads_q != 0 : d.heads_q % d.heads_kv != 0) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: q has %zu heads, which is not a multiple of the %zu heads of k and v",
+                         fn, d.heads_q, d.heads_kv);
+  }
+  const std::array<std::size_t, 4> out_shape = {d.batch, d.heads_q, d.len_q, d.dim_v};
+  if (out.shape != out_shape) return shape_error(fn, "out", out.shape, out_shape);
+  ATTN_RETURN_IF_ERROR(check_no_self_overlap(fn, "out", out.shape, out.strides));
+  ATTN_RETURN_IF_ERROR(check_scale(fn, options.scale));
+  ATTN_RETURN_IF_ERROR(
+      validate_mask(fn, options.mask, d.batch, d.heads_q, d.len_q, d.len_k, &ea, &eb, &el));
+  ATTN_RETURN_IF_ERROR(
+      validate_weights(fn, options.weights, {d.batch, d.heads_q, d.len_q, d.len_k}, &ew));
+  const Extent inputs[] = {eq, ek, ev, ea, eb, el};
+  const char* names[] = {"q", "k", "v", "mask.additive", "mask.allowed", "mask.key_lengths"};
+  for (int i = 0; i < 6; ++i) {
+    ATTN_RETURN_IF_ERROR(check_disjoint(fn, "out", eo, names[i], inputs[i]));
+    ATTN_RETURN_IF_ERROR(check_disjoint(fn, "options.weights", ew, names[i], inputs[i]));
+  }
+  ATTN_RETURN_IF_ERROR(check_disjoint(fn, "options.weights", ew, "out", eo));
+  d.scale = resolve_scale(options.scale, d.dim_k);
+  *dims = d;
+  return Status::Ok();
+}
+
+Status validate_self_attention(const char* fn, const MatrixView<const float>& x, std::size_t batch,
+                               const SelfAttentionParams& p, const MatrixView<float>& out,
+                               SelfAttentionDims* dims) {
+  SelfAttentionDims d{};
+  Extent ex, eo;
+  ATTN_RETURN_IF_ERROR(check_matrix(fn, "x", x, &ex));
+  ATTN_RETURN_IF_ERROR(check_matrix(fn, "out", out, &eo));
+  if (batch == 0 ? x.rows != 0 : x.rows % batch != 0) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: x has %zu rows, which is not batch (%zu) times a sequence length", fn,
+                         x.rows, batch);
+  }
+  if (p.num_heads == 0) {
+    return Status::Error(StatusCode::invalid_argument, "%s: params.num_heads is 0", fn);
+  }
+  d.batch = batch;
+  d.seq = batch == 0 ? 0 : x.rows / batch;
+  d.d_model = x.cols;
+  d.heads_q = p.num_heads;
+  d.heads_kv = p.num_kv_heads == 0 ? p.num_heads : p.num_kv_heads;
+  if (d.heads_q % d.heads_kv != 0) {
+    return Status::Error(
+        StatusCode::invalid_argument,
+        "%s: params.num_heads (%zu) is not a multiple of params.num_kv_heads (%zu)", fn, d.heads_q,
+        d.heads_kv);
+  }
+  struct Proj {
+    const char* name;
+    const char* bias_name;
+    const Projection* proj;
+    Extent w, b;
+  };
+  Proj projs[4] = {{"params.q.weight", "params.q.bias", &p.q, {}, {}},
+                   {"params.k.weight", "params.k.bias", &p.k, {}, {}},
+                   {"params.v.weight", "params.v.bias", &p.v, {}, {}},
+                   {"params.o.weight", "params.o.bias", &p.o, {}, {}}};
+  d.has_output_projection = p.o.weight.data != nullptr;
+  for (int i = 0; i < 4; ++i) {
+    if (i == 3 && !d.has_output_projection) break;
+    ATTN_RETURN_IF_ERROR(check_matrix(fn, projs[i].name, projs[i].proj->weight, &projs[i].w));
+    ATTN_RETURN_IF_ERROR(check_buffer(fn, projs[i].bias_name, projs[i].proj->bias,
+                                      projs[i].proj->bias ? projs[i].proj->weight.cols : 0,
+                                      sizeof(float), &projs[i].b));
+  }
+  auto rows_error = [&](const Proj& pr, std::size_t want) {
+    return Status::Error(StatusCode::invalid_argument, "%s: %s has %zu rows; expected %zu", fn,
+                         pr.name, pr.proj->weight.rows, want);
+  };
+  for (int i = 0; i < 3; ++i) {
+    if (projs[i].proj->weight.rows != d.d_model) return rows_error(projs[i], d.d_model);
+  }
+  const MatrixView<const float>& wq = p.q.weight;
+  const MatrixView<const float>& wk = p.k.weight;
+  const MatrixView<const float>& wv = p.v.weight;
+  if (wq.cols == 0 || wq.cols % d.heads_q != 0) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: params.q.weight has %zu columns, not a positive multiple of "
+                         "num_heads (%zu)",
+                         fn, wq.cols, d.heads_q);
+  }
+  d.dim_k = wq.cols / d.heads_q;
+  if (wk.cols != d.heads_kv * d.dim_k) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: params.k.weight has %zu columns; expected num_kv_heads (%zu) x Dk "
+                         "(%zu) = %zu",
+                         fn, wk.cols, d.heads_kv, d.dim_k, d.heads_kv * d.dim_k);
+  }
+  if (wv.cols == 0 || wv.cols % d.heads_kv != 0) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: params.v.weight has %zu columns, not a positive multiple of "
+                         "num_kv_heads (%zu)",
+                         fn, wv.cols, d.heads_kv);
+  }
+  d.dim_v = wv.cols / d.heads_kv;
+  d.d_out = d.heads_q * d.dim_v;
+  if (d.has_output_projection) {
+    if (p.o.weight.rows != d.d_out) return rows_error(projs[3], d.d_out);
+    d.d_out = p.o.weight.cols;
+  }
+  if (out.rows != x.rows || out.cols != d.d_out) {
+    return Status::Error(StatusCode::invalid_argument, "%s: out is %zu x %zu; expected %zu x %zu",
+                         fn, out.rows, out.cols, x.rows, d.d_out);
+  }
+  ATTN_RETURN_IF_ERROR(check_scale(fn, p.attention.scale));
+  Extent ea, eb, el, ew;
+  ATTN_RETURN_IF_ERROR(
+      validate_mask(fn, p.attention.mask, d.batch, d.heads_q, d.seq, d.seq, &ea, &eb, &el));
+  ATTN_RETURN_IF_ERROR(
+      validate_weights(fn, p.attention.weights, {d.batch, d.heads_q, d.seq, d.seq}, &ew));
+  const Extent inputs[] = {ex,         projs[0].w, projs[0].b, projs[1].w, projs[1].b, projs[2].w,
+                           projs[2].b, projs[3].w, projs[3].b, ea,         eb,         el};
+  const char* names[] = {"x",
+                         projs[0].name,
+                         projs[0].bias_name,
+                         projs[1].name,
+                         projs[1].bias_name,
+                         projs[2].name,
+                         projs[2].bias_name,
+                         projs[3].name,
+                         projs[3].bias_name,
+                         "mask.additive",
+                         "mask.allowed",
+                         "mask.key_lengths"};
+  for (int i = 0; i < 12; ++i) {
+    ATTN_RETURN_IF_ERROR(check_disjoint(fn, "out", eo, names[i], inputs[i]));
+    ATTN_RETURN_IF_ERROR(check_disjoint(fn, "params.attention.weights", ew, names[i], inputs[i]));
+  }
+  ATTN_RETURN_IF_ERROR(check_disjoint(fn, "params.attention.weights", ew, "out", eo));
+  d.scale = resolve_scale(p.attention.scale, d.dim_k);
+  *dims = d;
+  return Status::Ok();
+}
+
+}  // namespace attn::detail

@@ -1,0 +1,44 @@
+// Argument validation of each public routine, shared by the fast paths and attn::reference so
+// both accept and reject exactly the same calls. fn names the caller in messages.
+#pragma once
+
+#include <cstddef>
+
+#include "attn/attention.hpp"
+#include "attn/self_attention.hpp"
+#include "attn/status.hpp"
+#include "attn/view.hpp"
+
+namespace attn::detail {
+
+Status validate_matmul(const char* fn, const MatrixView<const float>& a, Transpose ta,
+                       const MatrixView<const float>& b, Transpose tb, const MatrixView<float>& c);
+
+Status validate_exp(const char* fn, const float* x, const float* y, std::size_t n);
+
+Status validate_softmax(const char* fn, const MatrixView<const float>& x,
+                        const MatrixView<float>& y);
+
+// The sizes of a validated attention call.
+struct AttentionDims {
+  std::size_t batch, heads_q, heads_kv, len_q, len_k, dim_k, dim_v;
+  float scale;  // resolved: options.scale, or 1/sqrt(dim_k) when that is 0
+};
+
+Status validate_attention(const char* fn, const TensorView<const float>& q,
+                          const TensorView<const float>& k, const TensorView<const float>& v,
+                          const TensorView<float>& out, const AttentionOptions& options,
+                          AttentionDims* dims);
+
+// The sizes of a validated self-attention call.
+struct SelfAttentionDims {
+  std::size_t batch, seq, d_model, heads_q, heads_kv, dim_k, dim_v, d_out;
+  bool has_output_projection;
+  float scale;  // resolved as in AttentionDims
+};
+
+Status validate_self_attention(const char* fn, const MatrixView<const float>& x, std::size_t batch,
+                               const SelfAttentionParams& params, const MatrixView<float>& out,
+                               SelfAttentionDims* dims);
+
+}  // namespace attn::detail

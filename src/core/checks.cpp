@@ -1,0 +1,135 @@
+#include "core/checks.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace attn::detail {
+namespace {
+
+constexpr std::size_t kMaxBytes = static_cast<std::size_t>(PTRDIFF_MAX);
+
+Status too_large(const char* fn, const char* arg) {
+  return Status::Error(StatusCode::invalid_argument,
+                       "%s: %s spans more bytes than fit in ptrdiff_t (size overflow)", fn, arg);
+}
+
+// extent of `elements` elements starting at data + first (in elements).
+Status make_extent(const char* fn, const char* arg, const void* data, std::ptrdiff_t first,
+                   std::size_t elements, std::size_t elem_size, Extent* extent) {
+  std::size_t bytes = 0;
+  if (!mul_ok(elements, elem_size, &bytes) || bytes > kMaxBytes) return too_large(fn, arg);
+  const auto base = reinterpret_cast<std::uintptr_t>(data);
+  const std::intptr_t first_bytes =
+      static_cast<std::intptr_t>(first) * static_cast<std::intptr_t>(elem_size);
+  const std::uintptr_t begin = base + static_cast<std::uintptr_t>(first_bytes);
+  if ((first_bytes < 0 && begin > base) || begin + bytes < begin) {
+    return Status::Error(StatusCode::invalid_argument, "%s: %s wraps around the address space", fn,
+                         arg);
+  }
+  extent->begin = begin;
+  extent->end = begin + bytes;
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool overlaps(const Extent& x, const Extent& y) {
+  if (x.empty() || y.empty()) return false;
+  return x.begin < y.end && y.begin < x.end;
+}
+
+Status check_buffer(const char* fn, const char* arg, const void* data, std::size_t n,
+                    std::size_t elem_size, Extent* extent) {
+  *extent = Extent{};
+  if (n == 0) return Status::Ok();
+  if (data == nullptr) {
+    return Status::Error(StatusCode::invalid_argument, "%s: %s is null but n = %zu", fn, arg, n);
+  }
+  return make_extent(fn, arg, data, 0, n, elem_size, extent);
+}
+
+Status check_matrix(const char* fn, const char* arg, const void* data, std::size_t rows,
+                    std::size_t cols, std::size_t stride, std::size_t elem_size, Extent* extent) {
+  *extent = Extent{};
+  if (rows == 0 || cols == 0) return Status::Ok();
+  if (data == nullptr) {
+    return Status::Error(StatusCode::invalid_argument, "%s: %s.data is null but %s is %zu x %zu",
+                         fn, arg, arg, rows, cols);
+  }
+  if (rows > 1 && stride < cols) {
+    return Status::Error(StatusCode::invalid_argument, "%s: %s.stride (%zu) < %s.cols (%zu)", fn,
+                         arg, stride, arg, cols);
+  }
+  std::size_t elements = 0;
+  if (!mul_ok(rows - 1, stride, &elements) || !add_ok(elements, cols, &elements)) {
+    return too_large(fn, arg);
+  }
+  return make_extent(fn, arg, data, 0, elements, elem_size, extent);
+}
+
+Status check_tensor(const char* fn, const char* arg, const void* data,
+                    const std::array<std::size_t, 4>& shape,
+                    const std::array<std::ptrdiff_t, 4>& strides, std::size_t elem_size,
+                    bool unit_last_stride, Extent* extent) {
+  *extent = Extent{};
+  if (unit_last_stride && strides[3] != 1) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: %s.strides[3] is %td; the last dimension must be contiguous (1)", fn,
+                         arg, strides[3]);
+  }
+  for (std::size_t s : shape) {
+    if (s == 0) return Status::Ok();
+  }
+  if (data == nullptr) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: %s.data is null but its shape is [%zu, %zu, %zu, %zu]", fn, arg,
+                         shape[0], shape[1], shape[2], shape[3]);
+  }
+  // Offsets of the lowest and highest element, in elements.
+  std::size_t span = 0;
+  std::size_t neg = 0;
+  for (int d = 0; d < 4; ++d) {
+    const std::ptrdiff_t st = strides[d];
+    if (st == PTRDIFF_MIN) return too_large(fn, arg);
+    const std::size_t mag = static_cast<std::size_t>(st < 0 ? -st : st);
+    std::size_t part = 0;
+    if (!mul_ok(shape[d] - 1, mag, &part) || !add_ok(span, part, &span)) {
+      return too_large(fn, arg);
+    }
+    if (st < 0) neg += part;
+  }
+  if (span >= kMaxBytes) return too_large(fn, arg);
+  return make_extent(fn, arg, data, -static_cast<std::ptrdiff_t>(neg), span + 1, elem_size, extent);
+}
+
+Status check_no_self_overlap(const char* fn, const char* arg,
+                             const std::array<std::size_t, 4>& shape,
+                             const std::array<std::ptrdiff_t, 4>& strides) {
+  std::array<int, 4> order = {0, 1, 2, 3};
+  auto mag = [&](int d) {
+    return static_cast<std::size_t>(strides[d] < 0 ? -strides[d] : strides[d]);
+  };
+  std::sort(order.begin(), order.end(), [&](int x, int y) { return mag(x) < mag(y); });
+  std::size_t inner_span = 0;  // highest offset reachable by the inner dimensions
+  for (int d : order) {
+    if (shape[d] <= 1) continue;
+    if (mag(d) <= inner_span) {
+      return Status::Error(StatusCode::invalid_argument,
+                           "%s: %s.strides[%d] (%td) makes elements of the output alias one "
+                           "another (shape [%zu, %zu, %zu, %zu], strides [%td, %td, %td, %td])",
+                           fn, arg, d, strides[d], shape[0], shape[1], shape[2], shape[3],
+                           strides[0], strides[1], strides[2], strides[3]);
+    }
+    inner_span += (shape[d] - 1) * mag(d);  // cannot overflow: check_tensor bounded the span
+  }
+  return Status::Ok();
+}
+
+Status check_disjoint(const char* fn, const char* out_arg, const Extent& out, const char* in_arg,
+                      const Extent& in) {
+  if (!overlaps(out, in)) return Status::Ok();
+  return Status::Error(StatusCode::invalid_argument, "%s: %s overlaps %s in memory", fn, out_arg,
+                       in_arg);
+}
+
+}  // namespace attn::detail

@@ -1,0 +1,73 @@
+// Argument checks shared by every public entry point (fast paths and reference alike).
+// Each check returns invalid_argument with a message naming the function, the argument and the
+// offending values, so "nothing is written on error" only needs the checks to run first.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "attn/status.hpp"
+#include "attn/view.hpp"
+
+#define ATTN_RETURN_IF_ERROR(expr)         \
+  do {                                     \
+    const ::attn::Status attn_s_ = (expr); \
+    if (!attn_s_.ok()) return attn_s_;     \
+  } while (0)
+
+namespace attn::detail {
+
+// The bytes [begin, end) a view can touch; empty views touch nothing.
+struct Extent {
+  std::uintptr_t begin = 0;
+  std::uintptr_t end = 0;
+  bool empty() const { return begin == end; }
+};
+
+bool overlaps(const Extent& x, const Extent& y);
+
+// data may be null only if the buffer is empty; n * elem_size must not overflow.
+Status check_buffer(const char* fn, const char* arg, const void* data, std::size_t n,
+                    std::size_t elem_size, Extent* extent);
+
+// rows x cols with row stride; stride >= cols when rows > 1; byte size fits in ptrdiff_t.
+Status check_matrix(const char* fn, const char* arg, const void* data, std::size_t rows,
+                    std::size_t cols, std::size_t stride, std::size_t elem_size, Extent* extent);
+
+template <class T>
+Status check_matrix(const char* fn, const char* arg, const MatrixView<T>& m, Extent* extent) {
+  return check_matrix(fn, arg, m.data, m.rows, m.cols, m.stride, sizeof(T), extent);
+}
+
+// A rank-4 view; when unit_last_stride, strides[3] must be 1. Broadcast (stride 0) and negative
+// strides are allowed for inputs.
+Status check_tensor(const char* fn, const char* arg, const void* data,
+                    const std::array<std::size_t, 4>& shape,
+                    const std::array<std::ptrdiff_t, 4>& strides, std::size_t elem_size,
+                    bool unit_last_stride, Extent* extent);
+
+template <class T>
+Status check_tensor(const char* fn, const char* arg, const TensorView<T>& t, Extent* extent) {
+  return check_tensor(fn, arg, t.data, t.shape, t.strides, sizeof(T), true, extent);
+}
+
+// An output view must not write one element twice: after sorting the dimensions by |stride|,
+// each stride must exceed the span of the dimensions inside it.
+Status check_no_self_overlap(const char* fn, const char* arg,
+                             const std::array<std::size_t, 4>& shape,
+                             const std::array<std::ptrdiff_t, 4>& strides);
+
+// invalid_argument if out overlaps in.
+Status check_disjoint(const char* fn, const char* out_arg, const Extent& out, const char* in_arg,
+                      const Extent& in);
+
+// a * b without overflow, false if it overflows.
+inline bool mul_ok(std::size_t a, std::size_t b, std::size_t* r) {
+  return !__builtin_mul_overflow(a, b, r);
+}
+inline bool add_ok(std::size_t a, std::size_t b, std::size_t* r) {
+  return !__builtin_add_overflow(a, b, r);
+}
+
+}  // namespace attn::detail

@@ -1,0 +1,140 @@
+#include <cstdlib>
+#include <new>
+
+#include "attn/context.hpp"
+#include "core/context_state.hpp"
+
+namespace attn {
+namespace detail {
+
+Status ContextState::scratch(std::size_t bytes, void** out) noexcept {
+  if (bytes <= arena_bytes) {
+    *out = arena;
+    return Status::Ok();
+  }
+  const std::size_t rounded = ScratchCarver::rounded(bytes < 64 ? 64 : bytes);
+  void* p = nullptr;
+  if (rounded < bytes || posix_memalign(&p, ScratchCarver::kAlign, rounded) != 0) {
+    return Status::Error(StatusCode::out_of_memory, "attn: could not allocate %zu bytes of scratch",
+                         bytes);
+  }
+  std::free(arena);
+  arena = p;
+  arena_bytes = rounded;
+  if (rounded > peak_bytes) peak_bytes = rounded;
+  *out = arena;
+  return Status::Ok();
+}
+
+void ContextState::release() noexcept {
+  std::free(arena);
+  arena = nullptr;
+  arena_bytes = 0;
+}
+
+Status usable_state(Context& ctx, const char* fn, ContextState** out) noexcept {
+  ContextState* st = ctx.state();
+  if (st == nullptr) {
+    return Status::Error(StatusCode::out_of_memory, "%s: the Context could not allocate its state",
+                         fn);
+  }
+  if (!st->init.ok()) return st->init;
+  *out = st;
+  return Status::Ok();
+}
+
+}  // namespace detail
+
+Context::Context() noexcept : state_(new (std::nothrow) detail::ContextState) {
+  if (state_ == nullptr) return;
+  Isa isa = best_isa();
+  if (const char* env = std::getenv("ATTN_ISA"); env != nullptr && *env != '\0') {
+    Isa wanted;
+    if (!parse_isa(env, &wanted)) {
+      state_->init =
+          Status::Error(StatusCode::invalid_argument,
+                        "ATTN_ISA=%s is not an ISA (scalar, sse2, avx2, avx512, neon)", env);
+    } else if (!isa_supported(wanted)) {
+      state_->init =
+          Status::Error(StatusCode::unsupported, "ATTN_ISA=%s: this build or CPU cannot run %s",
+                        env, isa_name(wanted));
+    } else {
+      isa = wanted;
+    }
+  }
+  state_->isa = isa;
+  state_->kernels = detail::kernels_for(isa);
+}
+
+Context::~Context() {
+  if (state_ != nullptr) state_->release();
+  delete state_;
+}
+
+Context::Context(Context&& other) noexcept : state_(other.state_) {
+  other.state_ = nullptr;
+}
+
+Context& Context::operator=(Context&& other) noexcept {
+  if (this != &other) {
+    if (state_ != nullptr) state_->release();
+    delete state_;
+    state_ = other.state_;
+    other.state_ = nullptr;
+  }
+  return *this;
+}
+
+Status Context::set_num_threads(int n) noexcept {
+  if (n < 1) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "Context::set_num_threads: n is %d; it must be >= 1", n);
+  }
+  if (state_ == nullptr) {
+    return Status::Error(StatusCode::out_of_memory, "Context: state could not be allocated");
+  }
+  state_->threads = n;
+  return Status::Ok();
+}
+
+int Context::num_threads() const noexcept {
+  return state_ ? state_->threads : 1;
+}
+
+Status Context::set_isa(Isa isa) noexcept {
+  if (state_ == nullptr) {
+    return Status::Error(StatusCode::out_of_memory, "Context: state could not be allocated");
+  }
+  if (!isa_supported(isa)) {
+    return Status::Error(StatusCode::unsupported,
+                         "Context::set_isa: isa %s is not supported by this build or CPU",
+                         isa_name(isa));
+  }
+  state_->isa = isa;
+  state_->kernels = detail::kernels_for(isa);
+  state_->init = Status::Ok();
+  return Status::Ok();
+}
+
+Isa Context::isa() const noexcept {
+  return state_ ? state_->isa : Isa::scalar;
+}
+
+Status Context::init_status() const noexcept {
+  if (state_ == nullptr) {
+    return Status::Error(StatusCode::out_of_memory, "Context: state could not be allocated");
+  }
+  return state_->init;
+}
+
+std::size_t Context::scratch_bytes() const noexcept {
+  return state_ ? state_->arena_bytes : 0;
+}
+std::size_t Context::peak_scratch_bytes() const noexcept {
+  return state_ ? state_->peak_bytes : 0;
+}
+void Context::release_scratch() noexcept {
+  if (state_ != nullptr) state_->release();
+}
+
+}  // namespace attn

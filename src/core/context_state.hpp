@@ -1,0 +1,55 @@
+// The state behind attn::Context: ISA, kernel table, thread count and the scratch arena.
+#pragma once
+
+#include <cstddef>
+
+#include "attn/context.hpp"
+#include "attn/isa.hpp"
+#include "attn/status.hpp"
+#include "dispatch/kernels.hpp"
+
+namespace attn::detail {
+
+struct ContextState {
+  Isa isa = Isa::scalar;
+  const Kernels* kernels = nullptr;
+  int threads = 1;
+  Status init;  // why ATTN_ISA could not be honoured, until set_isa succeeds
+
+  void* arena = nullptr;  // 64-byte aligned
+  std::size_t arena_bytes = 0;
+  std::size_t peak_bytes = 0;
+
+  // Makes the arena at least `bytes` long (its contents are not kept) and returns it; the only
+  // place attn allocates. out_of_memory if the allocation fails.
+  Status scratch(std::size_t bytes, void** out) noexcept;
+  void release() noexcept;
+};
+
+// The state of ctx, or the error every call through it must return (init_status, or
+// out_of_memory when the state itself could not be allocated).
+Status usable_state(Context& ctx, const char* fn, ContextState** out) noexcept;
+
+// Carves 64-byte aligned pieces out of a scratch block, front to back.
+class ScratchCarver {
+ public:
+  explicit ScratchCarver(void* base) : next_(static_cast<char*>(base)) {}
+  static constexpr std::size_t kAlign = 64;
+  static std::size_t rounded(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+  template <class T>
+  T* take(std::size_t count) {
+    T* p = reinterpret_cast<T*>(next_);
+    next_ += rounded(count * sizeof(T));
+    return p;
+  }
+  void* take_bytes(std::size_t bytes) {
+    void* p = next_;
+    next_ += rounded(bytes);
+    return p;
+  }
+
+ private:
+  char* next_;
+};
+
+}  // namespace attn::detail

@@ -1,0 +1,128 @@
+#include "dispatch/cpu.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace attn::detail {
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+
+struct Regs {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+};
+
+Regs cpuid(unsigned leaf, unsigned sub = 0) {
+  Regs r;
+  if (!__get_cpuid_count(leaf, sub, &r.a, &r.b, &r.c, &r.d)) r = Regs{};
+  return r;
+}
+
+unsigned long long xgetbv0() {
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<unsigned long long>(hi) << 32) | lo;
+}
+
+void read_caches(CpuInfo* info) {
+  // Deterministic cache parameters: leaf 4 (Intel) or 0x8000001D (AMD, with topoext).
+  const unsigned max_ext = cpuid(0x80000000).a;
+  const bool amd = max_ext >= 0x8000001D && (cpuid(0x80000001).c & (1u << 22));
+  const unsigned leaf = amd ? 0x8000001D : 4;
+  if (!amd && cpuid(0).a < 4) return;
+  for (unsigned i = 0; i < 16; ++i) {
+    const Regs r = cpuid(leaf, i);
+    const unsigned type = r.a & 0x1F;
+    if (type == 0) break;
+    if (type == 2) continue;  // instruction cache
+    const unsigned level = (r.a >> 5) & 0x7;
+    const std::size_t ways = ((r.b >> 22) & 0x3FF) + 1;
+    const std::size_t parts = ((r.b >> 12) & 0x3FF) + 1;
+    const std::size_t line = (r.b & 0xFFF) + 1;
+    const std::size_t sets = static_cast<std::size_t>(r.c) + 1;
+    const std::size_t bytes = ways * parts * line * sets;
+    if (level == 1) info->l1d_bytes = bytes;
+    if (level == 2) info->l2_bytes = bytes;
+    if (level == 3) info->l3_bytes = bytes;
+  }
+}
+
+void read_model(CpuInfo* info) {
+  if (cpuid(0x80000000).a < 0x80000004) return;
+  char brand[49] = {};
+  for (unsigned i = 0; i < 3; ++i) {
+    const Regs r = cpuid(0x80000002 + i);
+    std::memcpy(brand + 16 * i + 0, &r.a, 4);
+    std::memcpy(brand + 16 * i + 4, &r.b, 4);
+    std::memcpy(brand + 16 * i + 8, &r.c, 4);
+    std::memcpy(brand + 16 * i + 12, &r.d, 4);
+  }
+  const char* p = brand;
+  while (*p == ' ')
+    ++p;
+  std::snprintf(info->model, sizeof(info->model), "%s", p);
+  for (std::size_t n = std::strlen(info->model); n > 0 && info->model[n - 1] == ' '; --n) {
+    info->model[n - 1] = '\0';
+  }
+}
+
+CpuInfo detect() {
+  CpuInfo info;
+  const Regs l1 = cpuid(1);
+  info.sse2 = (l1.d >> 26) & 1;
+  const bool osxsave = (l1.c >> 27) & 1;
+  const bool avx = (l1.c >> 28) & 1;
+  const bool fma = (l1.c >> 12) & 1;
+  const unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
+  const bool ymm_saved = (xcr0 & 0x6) == 0x6;    // SSE and AVX state
+  const bool zmm_saved = (xcr0 & 0xE6) == 0xE6;  // plus opmask, ZMM_Hi256, Hi16_ZMM
+  const Regs l7 = cpuid(0).a >= 7 ? cpuid(7, 0) : Regs{};
+  const bool avx2 = (l7.b >> 5) & 1;
+  const bool f = (l7.b >> 16) & 1, dq = (l7.b >> 17) & 1, bw = (l7.b >> 30) & 1,
+             vl = (l7.b >> 31) & 1;
+  info.avx2_fma = avx && avx2 && fma && ymm_saved;
+  info.avx512 = info.avx2_fma && f && dq && bw && vl && zmm_saved;
+  read_caches(&info);
+  read_model(&info);
+  return info;
+}
+
+#else
+
+CpuInfo detect() {
+  CpuInfo info;
+#if defined(__aarch64__)
+  info.neon = true;  // Advanced SIMD is mandatory on AArch64
+#endif
+#if defined(__linux__)
+  auto read_size = [](const char* path, std::size_t* out) {
+    if (std::FILE* f = std::fopen(path, "r")) {
+      unsigned long v = 0;
+      char unit = 0;
+      if (std::fscanf(f, "%lu%c", &v, &unit) >= 1) {
+        *out = v * (unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1);
+      }
+      std::fclose(f);
+    }
+  };
+  read_size("/sys/devices/system/cpu/cpu0/cache/index0/size", &info.l1d_bytes);
+  read_size("/sys/devices/system/cpu/cpu0/cache/index2/size", &info.l2_bytes);
+  read_size("/sys/devices/system/cpu/cpu0/cache/index3/size", &info.l3_bytes);
+#endif
+  return info;
+}
+
+#endif
+
+}  // namespace
+
+const CpuInfo& cpu_info() noexcept {
+  static const CpuInfo info = detect();
+  return info;
+}
+
+}  // namespace attn::detail

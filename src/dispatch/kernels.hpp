@@ -1,0 +1,49 @@
+// The kernel table: one per ISA, chosen once per Context. The portable drivers (blocking loops,
+// packing, threads, masks) call only these pointers, so adding an ISA means filling one table.
+#pragma once
+
+#include <cstddef>
+
+#include "attn/isa.hpp"
+
+namespace attn::detail {
+
+// Cache blocking of the GEMM driver, in elements (see src/matmul/README or the table beside each
+// micro-kernel for the derivation): an MC x KC block of A stays in L2, a KC x NR sliver of B in
+// L1, a KC x NC panel of B in L3.
+struct GemmBlocking {
+  std::size_t mc = 0;
+  std::size_t kc = 0;
+  std::size_t nc = 0;
+};
+
+// Micro-kernel contract (BLIS's): for the MR x NR tile of C at c (row stride ldc, column stride
+// 1), C = alpha * A B + beta * C, where A is packed MR-row-major per k (a[p * MR + i]) and B is
+// packed NR-wide per k (b[p * NR + j]), p < k. k may be 0. beta == 0: C is not read. a and b are
+// aligned to 64 bytes.
+using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, float* c,
+                             std::size_t ldc, float alpha, float beta);
+
+struct Kernels {
+  Isa isa;
+
+  // y[i] = e^x[i]; y may equal x. Max error and special values: see exp in attn/vmath.hpp.
+  void (*exp)(const float* x, float* y, std::size_t n);
+  // max_i x[i] for n >= 1 (NaN entries may or may not win; callers check the sum instead).
+  float (*reduce_max)(const float* x, std::size_t n);
+  // y[i] = e^(x[i] - max) and returns the sum of the y[i], accumulated in double (softmax's
+  // 4 ULP bound needs the sum of up to 65537 terms to within 1 ULP); y may equal x.
+  double (*exp_minus_max_sum)(const float* x, float* y, std::size_t n, float max);
+  // y[i] *= s.
+  void (*scale)(float* y, std::size_t n, float s);
+
+  std::size_t gemm_mr;
+  std::size_t gemm_nr;
+  GemmBlocking gemm_blocking;
+  GemmUkernel gemm_ukernel;
+};
+
+// The table of an ISA compiled into this build, or nullptr. Does not check the CPU.
+const Kernels* kernels_for(Isa isa) noexcept;
+
+}  // namespace attn::detail

@@ -1,0 +1,24 @@
+// The Isa::scalar kernel table.
+#include "dispatch/kernels.hpp"
+#include "matmul/gemm_kernel_scalar.hpp"
+#include "vmath/vmath_scalar.hpp"
+
+namespace attn::detail {
+
+// Blocking for the 4 x 4 scalar kernel: a KC x NR sliver of B (256 x 4 floats = 4 KiB) and an
+// MR x KC sliver of A stay in a 32 KiB L1; an MC x KC block of A (128 x 256 floats = 128 KiB)
+// in a 512 KiB L2; a KC x NC panel of B (256 x 2048 floats = 2 MiB) in L3.
+extern const Kernels kScalarKernels;
+const Kernels kScalarKernels = {
+    Isa::scalar,
+    &scalar::exp,
+    &scalar::reduce_max,
+    &scalar::exp_minus_max_sum,
+    &scalar::scale,
+    4,
+    4,
+    GemmBlocking{128, 256, 2048},
+    &scalar::gemm_kernel_4x4,
+};
+
+}  // namespace attn::detail

@@ -1,0 +1,173 @@
+#include "matmul/gemm.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/parallel.hpp"
+
+namespace attn::detail {
+namespace {
+
+std::size_t round_up(std::size_t x, std::size_t m) {
+  return (x + m - 1) / m * m;
+}
+
+struct Plan {
+  std::size_t mr, nr, mc, kc, nc;
+  std::size_t a_floats;  // per thread: packed MC x KC block of A
+  std::size_t b_floats;  // shared: packed KC x NC panel of B
+  std::size_t t_floats;  // per thread: one MR x NR edge tile
+};
+
+Plan make_plan(const Kernels& kern, GemmShape s) {
+  Plan p;
+  p.mr = kern.gemm_mr;
+  p.nr = kern.gemm_nr;
+  p.kc = std::min(kern.gemm_blocking.kc, std::max<std::size_t>(s.k, 1));
+  p.mc = std::min(kern.gemm_blocking.mc, round_up(std::max<std::size_t>(s.m, 1), p.mr));
+  p.nc = std::min(kern.gemm_blocking.nc, round_up(std::max<std::size_t>(s.n, 1), p.nr));
+  p.a_floats = round_up(p.mc * p.kc, 16);
+  p.b_floats = round_up(p.nc * p.kc, 16);
+  p.t_floats = round_up(p.mr * p.nr, 16);
+  return p;
+}
+
+// Packs rows [i0, i0 + mc) x cols [p0, p0 + kc) of op(A) into MR-row panels: panel r holds
+// a[p * MR + i]; rows past m are zero.
+void pack_a(const Plan& plan, GemmOperand a, std::size_t i0, std::size_t mc, std::size_t p0,
+            std::size_t kc, float* dst) {
+  const std::size_t mr = plan.mr;
+  for (std::size_t ir = 0; ir < mc; ir += mr) {
+    const std::size_t rows = std::min(mr, mc - ir);
+    const float* src = a.data + (i0 + ir) * a.rs + p0 * a.cs;
+    for (std::size_t p = 0; p < kc; ++p) {
+      std::size_t i = 0;
+      for (; i < rows; ++i)
+        dst[i] = src[i * a.rs + p * a.cs];
+      for (; i < mr; ++i)
+        dst[i] = 0.0f;
+      dst += mr;
+    }
+  }
+}
+
+// Packs rows [p0, p0 + kc) x cols [j0 + jr0, j0 + jr1) of op(B) (NR-column panels,
+// b[p * NR + j]; columns past n are zero) into the panel buffer at panel offset jr0 / NR.
+void pack_b(const Plan& plan, GemmOperand b, std::size_t p0, std::size_t kc, std::size_t j0,
+            std::size_t nc, std::size_t panel_begin, std::size_t panel_end, float* panels) {
+  const std::size_t nr = plan.nr;
+  for (std::size_t jp = panel_begin; jp < panel_end; ++jp) {
+    const std::size_t jr = jp * nr;
+    const std::size_t cols = std::min(nr, nc - jr);
+    float* dst = panels + jp * nr * kc;
+    const float* src = b.data + p0 * b.rs + (j0 + jr) * b.cs;
+    for (std::size_t p = 0; p < kc; ++p) {
+      std::size_t j = 0;
+      for (; j < cols; ++j)
+        dst[j] = src[p * b.rs + j * b.cs];
+      for (; j < nr; ++j)
+        dst[j] = 0.0f;
+      dst += nr;
+    }
+  }
+}
+
+// c = beta * c on an m x n block (beta == 0 writes zeros without reading c).
+void scale_c(std::size_t m, std::size_t n, float beta, float* c, std::size_t ldc) {
+  for (std::size_t i = 0; i < m; ++i) {
+    float* row = c + i * ldc;
+    if (beta == 0.0f) {
+      std::fill(row, row + n, 0.0f);
+    } else if (beta != 1.0f) {
+      for (std::size_t j = 0; j < n; ++j)
+        row[j] *= beta;
+    }
+  }
+}
+
+}  // namespace
+
+std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, GemmShape shape) {
+  const Plan p = make_plan(kern, shape);
+  const std::size_t per_thread = (p.a_floats + p.t_floats) * sizeof(float);
+  return p.b_floats * sizeof(float) + static_cast<std::size_t>(threads) * per_thread;
+}
+
+void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperand a, GemmOperand b,
+          float beta, float* c, std::size_t ldc, void* scratch) {
+  if (s.m == 0 || s.n == 0) return;
+  if (s.k == 0) {
+    scale_c(s.m, s.n, beta, c, ldc);
+    return;
+  }
+  const Plan plan = make_plan(kern, s);
+  float* b_buf = static_cast<float*>(scratch);
+  float* thread_bufs = b_buf + plan.b_floats;
+  const std::size_t m_blocks = (s.m + plan.mc - 1) / plan.mc;
+
+  run_parallel(threads, [&](int tid, int nt) {
+    float* a_buf = thread_bufs + static_cast<std::size_t>(tid) * (plan.a_floats + plan.t_floats);
+    float* tile = a_buf + plan.a_floats;
+    for (std::size_t jc = 0; jc < s.n; jc += plan.nc) {
+      const std::size_t nc = std::min(plan.nc, s.n - jc);
+      const std::size_t n_panels = (nc + plan.nr - 1) / plan.nr;
+      // With fewer row blocks than threads, also split the column panels.
+      const std::size_t col_groups =
+          m_blocks >= static_cast<std::size_t>(nt)
+              ? 1
+              : std::min(n_panels, (static_cast<std::size_t>(nt) + m_blocks - 1) / m_blocks);
+      for (std::size_t pc = 0; pc < s.k; pc += plan.kc) {
+        const std::size_t kc = std::min(plan.kc, s.k - pc);
+        const float beta_pc = pc == 0 ? beta : 1.0f;
+        std::size_t pb, pe;
+        static_range(n_panels, tid, nt, &pb, &pe);
+        pack_b(plan, b, pc, kc, jc, nc, pb, pe, b_buf);
+        barrier(nt);
+        std::size_t tb, te;
+        static_range(m_blocks * col_groups, tid, nt, &tb, &te);
+        std::size_t packed_block = SIZE_MAX;
+        for (std::size_t task = tb; task < te; ++task) {
+          const std::size_t ib = task / col_groups;
+          const std::size_t ic = ib * plan.mc;
+          const std::size_t mc = std::min(plan.mc, s.m - ic);
+          if (packed_block != ib) {
+            pack_a(plan, a, ic, mc, pc, kc, a_buf);
+            packed_block = ib;
+          }
+          std::size_t jp_begin, jp_end;
+          static_range(n_panels, static_cast<int>(task % col_groups), static_cast<int>(col_groups),
+                       &jp_begin, &jp_end);
+          for (std::size_t jp = jp_begin; jp < jp_end; ++jp) {
+            const std::size_t jr = jp * plan.nr;
+            const std::size_t cols = std::min(plan.nr, nc - jr);
+            const float* bp = b_buf + jp * plan.nr * kc;
+            for (std::size_t ir = 0; ir < mc; ir += plan.mr) {
+              const std::size_t rows = std::min(plan.mr, mc - ir);
+              const float* ap = a_buf + ir * kc;
+              float* cp = c + (ic + ir) * ldc + jc + jr;
+              if (rows == plan.mr && cols == plan.nr) {
+                kern.gemm_ukernel(kc, ap, bp, cp, ldc, alpha, beta_pc);
+                continue;
+              }
+              kern.gemm_ukernel(kc, ap, bp, tile, plan.nr, alpha, 0.0f);
+              for (std::size_t i = 0; i < rows; ++i) {
+                float* crow = cp + i * ldc;
+                const float* trow = tile + i * plan.nr;
+                if (beta_pc == 0.0f) {
+                  for (std::size_t j = 0; j < cols; ++j)
+                    crow[j] = trow[j];
+                } else {
+                  for (std::size_t j = 0; j < cols; ++j)
+                    crow[j] = trow[j] + beta_pc * crow[j];
+                }
+              }
+            }
+          }
+        }
+        barrier(nt);
+      }
+    }
+  });
+}
+
+}  // namespace attn::detail

@@ -1,0 +1,32 @@
+// The portable GEMM driver: C = alpha * op(A) op(B) + beta * C with the Goto/BLIS loop nest
+// (ref: Goto & van de Geijn 2008; Van Zee & van de Geijn 2015, "BLIS"), calling the ISA's
+// micro-kernel from the kernel table. Arguments are trusted (validated by the callers).
+#pragma once
+
+#include <cstddef>
+
+#include "dispatch/kernels.hpp"
+
+namespace attn::detail {
+
+// op(X)(i, p) = data[i * rs + p * cs]: rs = stride, cs = 1 for X; rs = 1, cs = stride for X^T.
+struct GemmOperand {
+  const float* data;
+  std::size_t rs;
+  std::size_t cs;
+};
+
+struct GemmShape {
+  std::size_t m, n, k;
+};
+
+// Bytes of scratch gemm() needs for this shape on this many threads (64-byte aligned pieces).
+std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, GemmShape shape);
+
+// C (m x n, row stride ldc) = alpha * op(A) op(B) + beta * C; beta == 0 never reads C.
+// scratch holds gemm_scratch_bytes() bytes, 64-byte aligned. Bit-identical for any thread count:
+// every element of C is reduced over k in the same order whichever thread computes it.
+void gemm(const Kernels& kern, int threads, GemmShape shape, float alpha, GemmOperand a,
+          GemmOperand b, float beta, float* c, std::size_t ldc, void* scratch);
+
+}  // namespace attn::detail

@@ -1,0 +1,169 @@
+// attn::reference::attention and self_attention: one (query, key) pair at a time, in double.
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "attn/reference.hpp"
+#include "core/args.hpp"
+#include "core/checks.hpp"
+
+namespace attn::reference {
+namespace {
+
+using detail::AttentionDims;
+
+std::size_t bcast(std::size_t index, std::size_t size) {
+  return size == 1 ? 0 : index;
+}
+
+// True if the mask's structural or boolean parts block key j for query i of (b, h).
+bool blocked(const Mask& mask, const AttentionDims& d, std::size_t b, std::size_t h, std::size_t i,
+             std::size_t j) {
+  const long long lq = static_cast<long long>(d.len_q);
+  const long long lk = static_cast<long long>(d.len_k);
+  const long long ii = static_cast<long long>(i);
+  const long long jj = static_cast<long long>(j);
+  if (mask.is_causal) {
+    const long long shift = mask.causal_align == CausalAlign::bottom_right ? lk - lq : 0;
+    if (jj > ii + shift) return true;
+  }
+  if (mask.has_window) {
+    const long long pos = ii + (mask.window_align == CausalAlign::bottom_right ? lk - lq : 0);
+    // jj < pos - left  <=>  pos - jj > left, computed without overflow.
+    if (pos - jj > 0 && static_cast<unsigned long long>(pos - jj) > mask.window_left) return true;
+    if (jj - pos > 0 && static_cast<unsigned long long>(jj - pos) > mask.window_right) return true;
+  }
+  if (mask.key_lengths != nullptr && jj >= mask.key_lengths[b]) return true;
+  if (mask.allowed.data != nullptr) {
+    const auto& t = mask.allowed;
+    if (t(bcast(b, t.shape[0]), bcast(h, t.shape[1]), i, j) == 0) return true;
+  }
+  return false;
+}
+
+double additive(const Mask& mask, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+  if (mask.additive.data == nullptr) return 0.0;
+  const auto& t = mask.additive;
+  return t(bcast(b, t.shape[0]), bcast(h, t.shape[1]), i, j);
+}
+
+}  // namespace
+
+Status attention(TensorView<const float> q, TensorView<const float> k, TensorView<const float> v,
+                 TensorView<float> out, const AttentionOptions& options) {
+  AttentionDims d;
+  ATTN_RETURN_IF_ERROR(
+      detail::validate_attention("reference::attention", q, k, v, out, options, &d));
+  const Mask& mask = options.mask;
+  const TensorView<float>& w = options.weights;
+  const std::size_t group = d.heads_kv == 0 ? 1 : d.heads_q / d.heads_kv;
+  std::vector<double> s(d.len_k), acc(d.dim_v);
+  std::vector<char> skip(d.len_k);
+  for (std::size_t b = 0; b < d.batch; ++b) {
+    for (std::size_t h = 0; h < d.heads_q; ++h) {
+      const std::size_t hk = h / group;
+      for (std::size_t i = 0; i < d.len_q; ++i) {
+        double m = -INFINITY;
+        bool nan = false;
+        for (std::size_t j = 0; j < d.len_k; ++j) {
+          skip[j] = blocked(mask, d, b, h, i, j);
+          if (skip[j]) continue;
+          double dot = 0.0;
+          for (std::size_t x = 0; x < d.dim_k; ++x) {
+            dot += static_cast<double>(q(b, h, i, x)) * static_cast<double>(k(b, hk, j, x));
+          }
+          s[j] = dot * static_cast<double>(d.scale) + additive(mask, b, h, i, j);
+          nan = nan || std::isnan(s[j]);
+          if (s[j] > m) m = s[j];
+        }
+        if (nan || m == INFINITY) {  // NaN, or inf - inf below: the row is NaN
+          for (std::size_t x = 0; x < d.dim_v; ++x)
+            out(b, h, i, x) = NAN;
+          if (w.data) {
+            for (std::size_t j = 0; j < d.len_k; ++j)
+              w(b, h, i, j) = NAN;
+          }
+          continue;
+        }
+        if (m == -INFINITY) {  // fully masked: zeros, by contract
+          for (std::size_t x = 0; x < d.dim_v; ++x)
+            out(b, h, i, x) = 0.0f;
+          if (w.data) {
+            for (std::size_t j = 0; j < d.len_k; ++j)
+              w(b, h, i, j) = 0.0f;
+          }
+          continue;
+        }
+        double sum = 0.0;
+        for (std::size_t j = 0; j < d.len_k; ++j) {
+          s[j] = skip[j] ? 0.0 : std::exp(s[j] - m);
+          sum += s[j];
+        }
+        for (double& a : acc)
+          a = 0.0;
+        for (std::size_t j = 0; j < d.len_k; ++j) {
+          if (skip[j]) continue;  // blocked keys are never read
+          const double p = s[j] / sum;
+          for (std::size_t x = 0; x < d.dim_v; ++x)
+            acc[x] += p * static_cast<double>(v(b, hk, j, x));
+        }
+        for (std::size_t x = 0; x < d.dim_v; ++x)
+          out(b, h, i, x) = static_cast<float>(acc[x]);
+        if (w.data) {
+          for (std::size_t j = 0; j < d.len_k; ++j)
+            w(b, h, i, j) = static_cast<float>(s[j] / sum);
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status self_attention(MatrixView<const float> x, std::size_t batch,
+                      const SelfAttentionParams& params, MatrixView<float> out) {
+  detail::SelfAttentionDims d;
+  ATTN_RETURN_IF_ERROR(
+      detail::validate_self_attention("reference::self_attention", x, batch, params, out, &d));
+  const std::size_t rows = x.rows;
+  // Projections in double, rounded once to float: the inputs attention sees.
+  auto project = [&](const Projection& p, std::vector<float>* y) {
+    const std::size_t n = p.weight.cols;
+    y->assign(rows * n, 0.0f);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t c = 0; c < n; ++c) {
+        double sum = p.bias ? static_cast<double>(p.bias[c]) : 0.0;
+        for (std::size_t t = 0; t < d.d_model; ++t) {
+          sum += static_cast<double>(x(r, t)) * static_cast<double>(p.weight(t, c));
+        }
+        (*y)[r * n + c] = static_cast<float>(sum);
+      }
+    }
+  };
+  std::vector<float> qs, ks, vs;
+  project(params.q, &qs);
+  project(params.k, &ks);
+  project(params.v, &vs);
+  std::vector<float> heads(rows * d.heads_q * d.dim_v);
+  const auto tq = make_bshd<const float>(qs.data(), d.batch, d.seq, d.heads_q, d.dim_k);
+  const auto tk = make_bshd<const float>(ks.data(), d.batch, d.seq, d.heads_kv, d.dim_k);
+  const auto tv = make_bshd<const float>(vs.data(), d.batch, d.seq, d.heads_kv, d.dim_v);
+  const auto th = make_bshd<float>(heads.data(), d.batch, d.seq, d.heads_q, d.dim_v);
+  if (d.batch > 0) ATTN_RETURN_IF_ERROR(attention(tq, tk, tv, th, params.attention));
+  const std::size_t hd = d.heads_q * d.dim_v;
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < d.d_out; ++c) {
+      if (!d.has_output_projection) {
+        out(r, c) = heads[r * hd + c];
+        continue;
+      }
+      double sum = params.o.bias ? static_cast<double>(params.o.bias[c]) : 0.0;
+      for (std::size_t t = 0; t < hd; ++t) {
+        sum += static_cast<double>(heads[r * hd + t]) * static_cast<double>(params.o.weight(t, c));
+      }
+      out(r, c) = static_cast<float>(sum);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace attn::reference

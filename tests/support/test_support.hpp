@@ -1,0 +1,87 @@
+// Helpers shared by the tests: the ISAs to test, random data, ULP distances.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "attn/attn.hpp"
+
+namespace attn_test {
+
+// Every ISA this machine and build support, or only the one ATTN_ISA names.
+inline std::vector<attn::Isa> test_isas() {
+  std::vector<attn::Isa> out;
+  attn::Isa forced;
+  if (const char* env = std::getenv("ATTN_ISA"); env && attn::parse_isa(env, &forced)) {
+    out.push_back(forced);
+    return out;
+  }
+  for (attn::Isa isa :
+       {attn::Isa::scalar, attn::Isa::sse2, attn::Isa::avx2, attn::Isa::avx512, attn::Isa::neon}) {
+    if (attn::isa_supported(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+// A Context on the given ISA with n threads.
+inline attn::Context make_context(attn::Isa isa, int threads = 1) {
+  attn::Context ctx;
+  (void)ctx.set_isa(isa);
+  (void)ctx.set_num_threads(threads);
+  return ctx;
+}
+
+class Rng {
+ public:
+  explicit Rng(std::uint32_t seed) : gen_(seed) {}
+  float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(gen_); }
+  float normal() { return std::normal_distribution<float>(0.0f, 1.0f)(gen_); }
+  std::size_t index(std::size_t n) {
+    return std::uniform_int_distribution<std::size_t>(0, n - 1)(gen_);
+  }
+  std::vector<float> uniform_vec(std::size_t n, float lo = -1.0f, float hi = 1.0f) {
+    std::vector<float> v(n);
+    for (float& x : v)
+      x = uniform(lo, hi);
+    return v;
+  }
+  std::vector<float> normal_vec(std::size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v)
+      x = normal();
+    return v;
+  }
+
+ private:
+  std::mt19937 gen_;
+};
+
+// Distance in units in the last place of `want` (float), subnormals included.
+inline double ulp_error(float got, double want) {
+  if (std::isnan(want)) return std::isnan(got) ? 0.0 : INFINITY;
+  // Beyond FLT_MAX + ulp/2 the correctly rounded result is inf.
+  if (std::isinf(static_cast<float>(want)) || std::isinf(got)) {
+    return got == static_cast<float>(want) ? 0.0 : INFINITY;
+  }
+  const double aw = std::fabs(want);
+  int e = 0;
+  std::frexp(aw, &e);                                      // aw in [2^(e-1), 2^e)
+  int exp2 = e - 24;                                       // ulp of a float in that binade
+  if (exp2 < -149) exp2 = -149;                            // subnormal ulp
+  if (aw > std::numeric_limits<float>::max()) exp2 = 104;  // beyond float: ulp of FLT_MAX
+  return std::fabs(static_cast<double>(got) - want) / std::ldexp(1.0, exp2);
+}
+
+inline float nan_f() {
+  return std::numeric_limits<float>::quiet_NaN();
+}
+inline float inf_f() {
+  return std::numeric_limits<float>::infinity();
+}
+
+}  // namespace attn_test

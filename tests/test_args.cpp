@@ -1,0 +1,269 @@
+// Bad arguments: every public entry point answers invalid_argument with a message naming the
+// argument and its values, and writes nothing.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <string>
+
+#include "support/test_support.hpp"
+
+using attn::MatrixView;
+using attn::Status;
+using attn::StatusCode;
+using attn::TensorView;
+using attn::Transpose;
+
+namespace {
+
+constexpr float kSentinel = 12345.0f;
+
+bool untouched(const std::vector<float>& v) {
+  for (float x : v) {
+    if (x != kSentinel) return false;
+  }
+  return true;
+}
+
+void check_error(const Status& s, std::initializer_list<const char*> words) {
+  INFO("message: " << s.message());
+  CHECK(s.code() == StatusCode::invalid_argument);
+  for (const char* w : words)
+    CHECK(std::string(s.message()).find(w) != std::string::npos);
+}
+
+// A valid attention problem whose pieces the cases below break one at a time.
+struct Problem {
+  std::size_t B = 2, Hq = 4, Hkv = 2, Lq = 3, Lk = 5, Dk = 4, Dv = 6;
+  std::vector<float> q, k, v, out, w;
+  Problem() {
+    attn_test::Rng rng(1);
+    q = rng.uniform_vec(B * Hq * Lq * Dk);
+    k = rng.uniform_vec(B * Hkv * Lk * Dk);
+    v = rng.uniform_vec(B * Hkv * Lk * Dv);
+    out.assign(B * Hq * Lq * Dv, kSentinel);
+    w.assign(B * Hq * Lq * Lk, kSentinel);
+  }
+  TensorView<const float> tq() const {
+    return attn::make_bhsd<const float>(q.data(), B, Hq, Lq, Dk);
+  }
+  TensorView<const float> tk() const {
+    return attn::make_bhsd<const float>(k.data(), B, Hkv, Lk, Dk);
+  }
+  TensorView<const float> tv() const {
+    return attn::make_bhsd<const float>(v.data(), B, Hkv, Lk, Dv);
+  }
+  TensorView<float> tout() { return attn::make_bhsd(out.data(), B, Hq, Lq, Dv); }
+  attn::AttentionOptions with_weights() {
+    attn::AttentionOptions o;
+    o.weights = attn::make_bhsd(w.data(), B, Hq, Lq, Lk);
+    return o;
+  }
+  Status run(attn::Context& ctx, const attn::AttentionOptions& o) {
+    return attn::attention(ctx, tq(), tk(), tv(), tout(), o);
+  }
+  bool clean() const { return untouched(out) && untouched(w); }
+};
+
+}  // namespace
+
+TEST_CASE("matmul rejects bad arguments and writes nothing", "[args][matmul]") {
+  attn::Context ctx;
+  std::vector<float> a(6 * 4, 1.0f), b(4 * 5, 1.0f), c(6 * 5, kSentinel);
+  const MatrixView<const float> av{a.data(), 6, 4, 4}, bv{b.data(), 4, 5, 5};
+  const MatrixView<float> cv{c.data(), 6, 5, 5};
+  REQUIRE(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no,
+                       MatrixView<float>{nullptr, 0, 5, 5}, 1, 0)
+              .code() == StatusCode::invalid_argument);  // c has 0 rows but op(a) has 6
+
+  SECTION("null data with a non-zero size") {
+    check_error(attn::matmul(ctx, {nullptr, 6, 4, 4}, Transpose::no, bv, Transpose::no, cv),
+                {"a.data is null", "6 x 4"});
+  }
+  SECTION("stride < cols") {
+    check_error(attn::matmul(ctx, {a.data(), 6, 4, 3}, Transpose::no, bv, Transpose::no, cv),
+                {"a.stride (3)", "a.cols (4)"});
+    check_error(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, {c.data(), 6, 5, 4}),
+                {"c.stride (4)"});
+  }
+  SECTION("inner dimensions that do not match") {
+    check_error(attn::matmul(ctx, av, Transpose::yes, bv, Transpose::no, cv),
+                {"inner dimensions", "4 x 6", "4 x 5"});
+  }
+  SECTION("c of the wrong shape") {
+    check_error(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, {c.data(), 5, 5, 5}),
+                {"c is 5 x 5", "6 x 5"});
+  }
+  SECTION("c overlapping an input") {
+    std::vector<float> big(100, kSentinel);
+    check_error(attn::matmul(ctx, {big.data(), 6, 4, 4}, Transpose::no, bv, Transpose::no,
+                             {big.data() + 10, 6, 5, 5}),
+                {"c overlaps a"});
+    for (std::size_t i = 24; i < big.size(); ++i)
+      CHECK(big[i] == kSentinel);
+  }
+  SECTION("sizes whose byte count overflows size_t") {
+    const std::size_t huge = std::size_t{1} << 62;
+    check_error(attn::matmul(ctx, {a.data(), 2, huge, huge}, Transpose::no, {b.data(), huge, 1, 1},
+                             Transpose::no, {c.data(), 2, 1, 1}),
+                {"a spans more bytes"});
+  }
+  CHECK(untouched(c));
+}
+
+TEST_CASE("exp and softmax reject bad arguments and write nothing", "[args][vmath]") {
+  attn::Context ctx;
+  std::vector<float> x(16, 1.0f), y(16, kSentinel);
+  check_error(attn::exp(ctx, nullptr, y.data(), 3), {"x is null", "n = 3"});
+  check_error(attn::exp(ctx, x.data(), nullptr, 3), {"y is null"});
+  check_error(attn::exp(ctx, x.data(), x.data() + 1, 3), {"y overlaps x"});
+  check_error(attn::exp(ctx, x.data(), y.data(), std::size_t{1} << 62), {"spans more bytes"});
+  CHECK(attn::exp(ctx, nullptr, nullptr, 0).ok());
+  check_error(attn::softmax(ctx, {x.data(), 2, 4, 4}, {y.data(), 2, 3, 4}),
+              {"x is 2 x 4", "y is 2 x 3"});
+  check_error(attn::softmax(ctx, {x.data(), 2, 4, 4}, {x.data() + 2, 2, 4, 4}), {"y overlaps x"});
+  check_error(attn::softmax(ctx, {x.data(), 2, 4, 2}, {y.data(), 2, 4, 4}), {"x.stride (2)"});
+  check_error(attn::softmax(ctx, {x.data(), 2, 4, 4}, {x.data(), 2, 4, 5}), {"y overlaps x"});
+  CHECK(untouched(y));
+  CHECK(attn::softmax(ctx, {x.data(), 2, 4, 4}, {x.data(), 2, 4, 4}).ok());  // exact alias
+}
+
+TEST_CASE("attention rejects bad arguments and writes nothing", "[args][attention]") {
+  attn::Context ctx;
+  Problem p;
+  REQUIRE(p.run(ctx, p.with_weights()).ok());
+  p.out.assign(p.out.size(), kSentinel);
+  p.w.assign(p.w.size(), kSentinel);
+
+  SECTION("null data with a non-zero size") {
+    auto q = p.tq();
+    q.data = nullptr;
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), p.with_weights()),
+                {"q.data is null", "[2, 4, 3, 4]"});
+  }
+  SECTION("last stride not 1") {
+    auto k = p.tk();
+    k.strides[3] = 2;
+    check_error(attn::attention(ctx, p.tq(), k, p.tv(), p.tout(), p.with_weights()),
+                {"k.strides[3] is 2"});
+  }
+  SECTION("shapes that do not match") {
+    auto v = p.tv();
+    v.shape[2] = 4;
+    check_error(attn::attention(ctx, p.tq(), p.tk(), v, p.tout(), p.with_weights()),
+                {"v has shape [2, 2, 4, 6]"});
+    auto out = p.tout();
+    out.shape[3] = 5;
+    check_error(attn::attention(ctx, p.tq(), p.tk(), p.tv(), out, p.with_weights()),
+                {"out has shape", "expected [2, 4, 3, 6]"});
+    auto k = p.tk();
+    k.shape[3] = 3;
+    check_error(attn::attention(ctx, p.tq(), k, p.tv(), p.tout(), p.with_weights()),
+                {"k has shape"});
+  }
+  SECTION("Hq % Hkv != 0") {
+    p.Hkv = 3;
+    p.k.resize(p.B * 3 * p.Lk * p.Dk);
+    p.v.resize(p.B * 3 * p.Lk * p.Dv);
+    check_error(p.run(ctx, p.with_weights()), {"4 heads", "3 heads"});
+  }
+  SECTION("key lengths out of range") {
+    const std::int32_t lens[2] = {5, 6};
+    auto o = p.with_weights();
+    o.mask = attn::Mask::bidirectional().with_key_lengths(lens);
+    check_error(p.run(ctx, o), {"mask.key_lengths[1] is 6", "Lk = 5"});
+    const std::int32_t neg[2] = {-1, 2};
+    o.mask = attn::Mask::causal().with_key_lengths(neg);
+    check_error(p.run(ctx, o), {"mask.key_lengths[0] is -1"});
+  }
+  SECTION("a mask whose shape cannot broadcast") {
+    std::vector<float> bias(3 * 3 * 5);
+    auto o = p.with_weights();
+    o.mask = attn::Mask().with_additive(attn::make_bhsd<const float>(bias.data(), 1, 3, 3, 5));
+    check_error(p.run(ctx, o), {"mask.additive has shape [1, 3, 3, 5]", "heads"});
+    std::vector<std::uint8_t> allowed(2 * 5);
+    o.mask =
+        attn::Mask().with_allowed(attn::make_bhsd<const std::uint8_t>(allowed.data(), 1, 1, 2, 5));
+    check_error(p.run(ctx, o), {"mask.allowed has shape [1, 1, 2, 5]", "Lq"});
+  }
+  SECTION("weights of the wrong shape") {
+    auto o = p.with_weights();
+    o.weights.shape[3] = 4;
+    check_error(p.run(ctx, o), {"options.weights has shape"});
+  }
+  SECTION("a non-finite scale") {
+    auto o = p.with_weights();
+    o.scale = attn_test::nan_f();
+    check_error(p.run(ctx, o), {"options.scale is nan"});
+  }
+  SECTION("output overlapping an input") {
+    std::vector<float> qq = p.q;
+    qq.resize(p.out.size() + p.q.size(), kSentinel);
+    const auto q = attn::make_bhsd<const float>(qq.data(), p.B, p.Hq, p.Lq, p.Dk);
+    const auto out = attn::make_bhsd(qq.data() + 8, p.B, p.Hq, p.Lq, p.Dv);
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), out, {}), {"out overlaps q"});
+    for (std::size_t i = p.q.size(); i < qq.size(); ++i)
+      CHECK(qq[i] == kSentinel);
+    auto o = p.with_weights();
+    o.weights = attn::make_bhsd(p.out.data(), p.B, p.Hq, p.Lq, 1);
+    o.weights.shape[3] = p.Lk;
+    o.weights.strides = {static_cast<std::ptrdiff_t>(p.Hq * p.Lq * p.Dv),
+                         static_cast<std::ptrdiff_t>(p.Lq * p.Dv),
+                         static_cast<std::ptrdiff_t>(p.Dv), 1};
+    check_error(p.run(ctx, o), {"options.weights overlaps out"});
+  }
+  SECTION("an output whose elements alias one another") {
+    auto out = p.tout();
+    out.strides[2] = 1;
+    check_error(attn::attention(ctx, p.tq(), p.tk(), p.tv(), out, {}), {"alias"});
+  }
+  SECTION("sizes whose byte count overflows size_t") {
+    auto q = p.tq();
+    q.shape = {2, std::size_t{1} << 62, 3, 4};
+    q.strides = {0, std::ptrdiff_t{1} << 61, 4, 1};
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {}), {"q spans more bytes"});
+  }
+  CHECK(p.clean());
+}
+
+TEST_CASE("self_attention rejects bad arguments and writes nothing", "[args][self_attention]") {
+  attn::Context ctx;
+  const std::size_t batch = 2, seq = 3, dm = 8, heads = 2, dk = 4;
+  attn_test::Rng rng(2);
+  auto x = rng.uniform_vec(batch * seq * dm);
+  auto wq = rng.uniform_vec(dm * heads * dk), wk = wq, wv = wq;
+  std::vector<float> out(batch * seq * heads * dk, kSentinel);
+  attn::SelfAttentionParams p;
+  p.q.weight = attn::make_matrix<const float>(wq.data(), dm, heads * dk);
+  p.k.weight = attn::make_matrix<const float>(wk.data(), dm, heads * dk);
+  p.v.weight = attn::make_matrix<const float>(wv.data(), dm, heads * dk);
+  p.num_heads = heads;
+  const auto xv = attn::make_matrix<const float>(x.data(), batch * seq, dm);
+  const auto ov = attn::make_matrix(out.data(), batch * seq, heads * dk);
+  REQUIRE(attn::self_attention(ctx, xv, batch, p, ov).ok());
+  out.assign(out.size(), kSentinel);
+
+  SECTION("rows not a multiple of batch") {
+    check_error(attn::self_attention(ctx, xv, 4, p, ov), {"6 rows", "batch (4)"});
+  }
+  SECTION("num_heads not a multiple of num_kv_heads") {
+    p.num_kv_heads = 3;
+    check_error(attn::self_attention(ctx, xv, batch, p, ov), {"num_kv_heads (3)"});
+  }
+  SECTION("weight of the wrong shape") {
+    p.k.weight.rows = 7;
+    check_error(attn::self_attention(ctx, xv, batch, p, ov), {"params.k.weight has 7 rows"});
+  }
+  SECTION("out of the wrong shape") {
+    check_error(attn::self_attention(ctx, xv, batch, p, attn::make_matrix(out.data(), 6, 7)),
+                {"out is 6 x 7"});
+  }
+  SECTION("null bias data is allowed, null weight data is not") {
+    p.v.weight.data = nullptr;
+    check_error(attn::self_attention(ctx, xv, batch, p, ov), {"params.v.weight.data is null"});
+  }
+  SECTION("out overlapping x") {
+    check_error(attn::self_attention(ctx, xv, batch, p,
+                                     attn::make_matrix(const_cast<float*>(x.data()), 6, 8)),
+                {"out overlaps x"});
+  }
+  CHECK(untouched(out));
+}

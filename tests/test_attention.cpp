@@ -1,0 +1,216 @@
+// attention against reference::attention on every ISA and thread count: shapes chosen to break
+// tiling, every mask kind and combination, GQA/MQA, cross-attention, Dk != Dv, strided BSHD
+// views, weights on and off. Tolerances: support/attention_case.hpp.
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "support/attention_case.hpp"
+
+using attn_test::AttentionCase;
+using attn_test::AttentionResult;
+using attn_test::check_attention_case;
+
+namespace {
+
+// A mask configuration drawn from the case index, so every combination appears.
+AttentionCase with_mask(AttentionCase c, unsigned bits, attn_test::Rng& rng) {
+  c.causal = bits & 1;
+  c.causal_align = (bits & 2) ? attn::CausalAlign::bottom_right : attn::CausalAlign::top_left;
+  c.window = bits & 4;
+  c.window_left = rng.index(c.Lk + 2);
+  c.window_right = rng.index(4);
+  c.window_align = (bits & 2) ? attn::CausalAlign::bottom_right : attn::CausalAlign::top_left;
+  c.key_lengths = bits & 8;
+  c.additive = bits & 16;
+  c.additive_bcast_b = c.additive_bcast_h = (bits & 64);
+  c.allowed = bits & 32;
+  c.allowed_bcast_h = (bits & 128);
+  return c;
+}
+
+std::vector<int> thread_counts() {
+  return {1, 2, 3};
+}
+
+}  // namespace
+
+TEST_CASE("attention matches the reference on small shapes with every mask", "[attention]") {
+  attn_test::Rng rng(21);
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (int threads : thread_counts()) {
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      unsigned n = 0;
+      for (std::size_t lq = 1; lq <= 9; ++lq) {
+        for (std::size_t lk = 1; lk <= 9; ++lk) {
+          AttentionCase c;
+          c.B = 2;
+          c.Hq = 2;
+          c.Hkv = (n % 2) ? 1 : 2;
+          c.Lq = lq;
+          c.Lk = lk;
+          c.Dk = 1 + (n % 5);
+          c.Dv = 1 + (n % 3) * 3;
+          c.bshd = n % 4 == 1;
+          c.weights = n % 3 == 0;
+          c.seed = n;
+          c = with_mask(c, n * 37 % 256, rng);
+          INFO("isa " << attn::isa_name(isa) << " threads " << threads);
+          check_attention_case(ctx, c);
+          ++n;
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention matches the reference on tile-sized and long shapes", "[attention]") {
+  attn_test::Rng rng(22);
+  struct Shape {
+    std::size_t lq, lk, dk, dv;
+  };
+  const Shape shapes[] = {{15, 17, 16, 16},   {16, 16, 64, 64},   {31, 33, 80, 80},
+                          {63, 65, 64, 32},   {64, 64, 128, 128}, {65, 127, 3, 5},
+                          {129, 257, 64, 64}, {1, 1031, 64, 64},  {97, 1, 256, 256},
+                          {200, 211, 16, 48}};
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (int threads : thread_counts()) {
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      unsigned n = 0;
+      for (const Shape& s : shapes) {
+        for (unsigned bits : {0u, 1u, 3u, 5u, 8u, 16u, 32u, 9u + 16u + 32u}) {
+          AttentionCase c;
+          c.B = 1 + n % 2;
+          c.Hq = 4;
+          c.Hkv = n % 3 == 0 ? 1 : (n % 3 == 1 ? 2 : 4);
+          c.Lq = s.lq;
+          c.Lk = s.lk;
+          c.Dk = s.dk;
+          c.Dv = s.dv;
+          c.bshd = n % 2 == 0;
+          c.weights = n % 5 == 0;
+          c.seed = 100 + n;
+          c = with_mask(c, bits, rng);
+          INFO("isa " << attn::isa_name(isa) << " threads " << threads);
+          check_attention_case(ctx, c);
+          ++n;
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention output is bit-identical for any thread count", "[attention][threads]") {
+  for (attn::Isa isa : attn_test::test_isas()) {
+    AttentionCase c;
+    c.B = 2;
+    c.Hq = 6;
+    c.Hkv = 2;
+    c.Lq = 77;
+    c.Lk = 93;
+    c.Dk = 40;
+    c.Dv = 24;
+    c.causal = true;
+    c.key_lengths = true;
+    c.weights = true;
+    AttentionResult one;
+    for (int threads : {1, 2, 3, 7}) {
+      INFO("isa " << attn::isa_name(isa) << " threads " << threads);
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      AttentionResult r;
+      check_attention_case(ctx, c, &r);
+      if (threads == 1) {
+        one = r;
+      } else {
+        CHECK(std::memcmp(r.out.data(), one.out.data(), r.out.size() * 4) == 0);
+        CHECK(std::memcmp(r.weights.data(), one.weights.data(), r.weights.size() * 4) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("attention: fully masked rows are zeros, weights rows sum to 1", "[attention][mask]") {
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    attn::Context ctx = attn_test::make_context(isa);
+    const std::size_t L = 5, D = 3;
+    attn_test::Rng rng(4);
+    auto q = rng.uniform_vec(L * D), k = rng.uniform_vec(L * D), v = rng.uniform_vec(L * D);
+    std::vector<float> out(L * D, 9.0f), w(L * L, 9.0f);
+    attn::AttentionOptions o;
+    // bottom-right causal with Lq > Lk: the first queries see nothing.
+    const auto tk = attn::make_bhsd<const float>(k.data(), 1, 1, 2, D);
+    const auto tv = attn::make_bhsd<const float>(v.data(), 1, 1, 2, D);
+    o.mask = attn::Mask::causal(attn::CausalAlign::bottom_right);
+    o.weights = attn::make_bhsd(w.data(), 1, 1, L, 2);
+    REQUIRE(attn::attention(ctx, attn::make_bhsd<const float>(q.data(), 1, 1, L, D), tk, tv,
+                            attn::make_bhsd(out.data(), 1, 1, L, D), o)
+                .ok());
+    for (std::size_t i = 0; i < L; ++i) {
+      const double sum = double(w[i * 2]) + w[i * 2 + 1];
+      if (i < 3) {  // query i sees keys j <= i + 2 - 5
+        CHECK(sum == 0.0);
+        for (std::size_t x = 0; x < D; ++x)
+          CHECK(out[i * D + x] == 0.0f);
+      } else {
+        CHECK(sum == Approx(1.0).epsilon(1e-6));
+      }
+    }
+    // Lk == 0: every row is fully masked.
+    std::fill(out.begin(), out.end(), 9.0f);
+    REQUIRE(attn::attention(ctx, attn::make_bhsd<const float>(q.data(), 1, 1, L, D),
+                            attn::make_bhsd<const float>(nullptr, 1, 1, 0, D),
+                            attn::make_bhsd<const float>(nullptr, 1, 1, 0, D),
+                            attn::make_bhsd(out.data(), 1, 1, L, D), {})
+                .ok());
+    for (float x : out)
+      CHECK(x == 0.0f);
+    // Lq == 0: nothing to write, valid.
+    CHECK(attn::attention(ctx, attn::make_bhsd<const float>(nullptr, 1, 1, 0, D), tk, tv,
+                          attn::make_bhsd<float>(nullptr, 1, 1, 0, D), {})
+              .ok());
+  }
+}
+
+TEST_CASE("attention: NaN and inf propagate, blocked keys are never read", "[attention][ieee]") {
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    attn::Context ctx = attn_test::make_context(isa);
+    const std::size_t L = 6, D = 4;
+    attn_test::Rng rng(5);
+    auto q = rng.uniform_vec(L * D), k = rng.uniform_vec(L * D), v = rng.uniform_vec(L * D);
+    std::vector<float> out(L * D);
+    const auto tq = attn::make_bhsd<const float>(q.data(), 1, 1, L, D);
+    const auto tk = attn::make_bhsd<const float>(k.data(), 1, 1, L, D);
+    const auto tv = attn::make_bhsd<const float>(v.data(), 1, 1, L, D);
+    const auto to = attn::make_bhsd(out.data(), 1, 1, L, D);
+    // NaN in q row 2: that row is NaN, the others are not.
+    q[2 * D + 1] = attn_test::nan_f();
+    REQUIRE(attn::attention(ctx, tq, tk, tv, to, {}).ok());
+    for (std::size_t i = 0; i < L; ++i) {
+      for (std::size_t x = 0; x < D; ++x)
+        CHECK(std::isnan(out[i * D + x]) == (i == 2));
+    }
+    q[2 * D + 1] = 0.5f;
+    // NaN and inf in k and v of key 5, which causal attention hides from queries 0..4 and
+    // key lengths hide from everyone.
+    k[5 * D] = attn_test::nan_f();
+    v[5 * D + 2] = attn_test::inf_f();
+    attn::AttentionOptions o;
+    o.mask = attn::Mask::causal();
+    REQUIRE(attn::attention(ctx, tq, tk, tv, to, o).ok());
+    for (std::size_t i = 0; i < L; ++i) {
+      for (std::size_t x = 0; x < D; ++x)
+        CHECK(std::isnan(out[i * D + x]) == (i == 5));
+    }
+    const std::int32_t len = 5;
+    o.mask = attn::Mask::bidirectional().with_key_lengths(&len);
+    REQUIRE(attn::attention(ctx, tq, tk, tv, to, o).ok());
+    for (float x : out)
+      CHECK(std::isfinite(x));
+    // inf in v of an attended key: the output column is inf or NaN as IEEE says.
+    k[5 * D] = 0.0f;
+    REQUIRE(attn::attention(ctx, tq, tk, tv, to, {}).ok());
+    for (std::size_t i = 0; i < L; ++i)
+      CHECK(std::isinf(out[i * D + 2]));
+  }
+}

@@ -1,0 +1,143 @@
+// Status, Isa, Context and the view helpers.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
+
+#include "support/test_support.hpp"
+
+using attn::Isa;
+
+TEST_CASE("Status carries a code and a message", "[status]") {
+  const attn::Status ok;
+  CHECK(ok.ok());
+  CHECK(ok.code() == attn::StatusCode::ok);
+  CHECK(std::string(ok.message()).empty());
+  const auto err = attn::Status::Error(attn::StatusCode::invalid_argument, "f: %s is %d", "n", 3);
+  CHECK_FALSE(err.ok());
+  CHECK(err.code() == attn::StatusCode::invalid_argument);
+  CHECK(std::string(err.message()) == "f: n is 3");
+  CHECK(std::string(attn::status_code_name(attn::StatusCode::out_of_memory)) == "out_of_memory");
+  const std::string longer(1000, 'x');
+  const auto truncated = attn::Status::Error(attn::StatusCode::unsupported, "%s", longer.c_str());
+  CHECK(std::string(truncated.message()).size() == attn::Status::kMaxMessage - 1);
+}
+
+TEST_CASE("ISA names parse back and scalar is always supported", "[isa]") {
+  for (Isa isa : {Isa::scalar, Isa::sse2, Isa::avx2, Isa::avx512, Isa::neon}) {
+    Isa parsed = Isa::neon;
+    REQUIRE(attn::parse_isa(attn::isa_name(isa), &parsed));
+    CHECK(parsed == isa);
+  }
+  Isa unchanged = Isa::avx2;
+  CHECK_FALSE(attn::parse_isa("avx3", &unchanged));
+  CHECK_FALSE(attn::parse_isa(nullptr, &unchanged));
+  CHECK(unchanged == Isa::avx2);
+  CHECK(attn::isa_supported(Isa::scalar));
+  CHECK(attn::isa_supported(attn::best_isa()));
+#if defined(__x86_64__)
+  CHECK_FALSE(attn::isa_supported(Isa::neon));
+#elif defined(__aarch64__)
+  CHECK(attn::isa_supported(Isa::neon));
+  CHECK_FALSE(attn::isa_supported(Isa::avx2));
+#endif
+}
+
+TEST_CASE("Context defaults, threads and ISA selection", "[context]") {
+  attn::Context ctx;
+  const char* env = std::getenv("ATTN_ISA");
+  if (env == nullptr) {
+    CHECK(ctx.isa() == attn::best_isa());
+    CHECK(ctx.init_status().ok());
+  }
+  CHECK(ctx.num_threads() == 1);
+  CHECK(ctx.set_num_threads(3).ok());
+  CHECK(ctx.num_threads() == 3);
+  const attn::Status bad = ctx.set_num_threads(0);
+  CHECK(bad.code() == attn::StatusCode::invalid_argument);
+  CHECK(std::string(bad.message()).find("0") != std::string::npos);
+  CHECK(ctx.num_threads() == 3);
+  for (Isa isa : {Isa::scalar, Isa::sse2, Isa::avx2, Isa::avx512, Isa::neon}) {
+    const attn::Status s = ctx.set_isa(isa);
+    if (attn::isa_supported(isa)) {
+      CHECK(s.ok());
+      CHECK(ctx.isa() == isa);
+    } else {
+      CHECK(s.code() == attn::StatusCode::unsupported);
+      CHECK(std::string(s.message()).find(attn::isa_name(isa)) != std::string::npos);
+      CHECK(ctx.isa() != isa);
+    }
+  }
+  attn::Context moved = std::move(ctx);
+  CHECK(moved.num_threads() == 3);
+}
+
+TEST_CASE("ATTN_ISA selects the ISA, and an unsupported one fails every call", "[context]") {
+  const char* old = std::getenv("ATTN_ISA");
+  const std::string saved = old ? old : "";
+  ::setenv("ATTN_ISA", "scalar", 1);
+  {
+    attn::Context ctx;
+    CHECK(ctx.init_status().ok());
+    CHECK(ctx.isa() == Isa::scalar);
+  }
+  ::setenv("ATTN_ISA", "not-an-isa", 1);
+  {
+    attn::Context ctx;
+    CHECK(ctx.init_status().code() == attn::StatusCode::invalid_argument);
+    float x = 1.0f, y = 0.0f;
+    const attn::Status s = attn::exp(ctx, &x, &y, 1);
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    CHECK(std::string(s.message()).find("not-an-isa") != std::string::npos);
+    CHECK(y == 0.0f);
+    REQUIRE(ctx.set_isa(Isa::scalar).ok());
+    CHECK(attn::exp(ctx, &x, &y, 1).ok());
+    CHECK(y == Approx(2.7182817f));
+  }
+#if defined(__x86_64__)
+  ::setenv("ATTN_ISA", "neon", 1);
+  {
+    attn::Context ctx;
+    CHECK(ctx.init_status().code() == attn::StatusCode::unsupported);
+  }
+#endif
+  if (old) {
+    ::setenv("ATTN_ISA", saved.c_str(), 1);
+  } else {
+    ::unsetenv("ATTN_ISA");
+  }
+}
+
+TEST_CASE("Scratch arena grows once per shape", "[context]") {
+  for (Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    attn::Context ctx = attn_test::make_context(isa);
+    std::vector<float> a(64 * 64, 1.0f), b(64 * 64, 1.0f), c(64 * 64);
+    const auto av = attn::make_matrix<const float>(a.data(), 64, 64);
+    const auto bv = attn::make_matrix<const float>(b.data(), 64, 64);
+    REQUIRE(attn::matmul(ctx, av, attn::Transpose::no, bv, attn::Transpose::no,
+                         attn::make_matrix(c.data(), 64, 64))
+                .ok());
+    const std::size_t held = ctx.scratch_bytes();
+    CHECK(held > 0);
+    REQUIRE(attn::matmul(ctx, av, attn::Transpose::no, bv, attn::Transpose::no,
+                         attn::make_matrix(c.data(), 64, 64))
+                .ok());
+    CHECK(ctx.scratch_bytes() == held);
+    CHECK(ctx.peak_scratch_bytes() >= held);
+    ctx.release_scratch();
+    CHECK(ctx.scratch_bytes() == 0);
+  }
+}
+
+TEST_CASE("View helpers lay out BHSD and BSHD memory", "[views]") {
+  float buf[2 * 3 * 4 * 5];
+  const auto bhsd = attn::make_bhsd(buf, 2, 3, 4, 5);
+  CHECK(&bhsd(1, 2, 3, 4) == &buf[((1 * 3 + 2) * 4 + 3) * 5 + 4]);
+  const auto bshd = attn::make_bshd(buf, 2, 4, 3, 5);  // [batch 2, seq 4, heads 3, dim 5]
+  CHECK(bshd.shape == std::array<std::size_t, 4>{2, 3, 4, 5});
+  CHECK(&bshd(1, 2, 3, 4) == &buf[((1 * 4 + 3) * 3 + 2) * 5 + 4]);
+  const auto strided = attn::make_bshd(buf, 1, 4, 3, 5, 20);
+  CHECK(&strided(0, 1, 2, 0) == &buf[2 * 20 + 5]);
+  const auto m = attn::make_matrix(buf, 3, 4);
+  CHECK(&m(2, 3) == &buf[11]);
+}

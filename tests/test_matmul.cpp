@@ -1,0 +1,153 @@
+// matmul against reference::matmul on every ISA, transposes, edge shapes, strides, alpha/beta.
+//
+// Tolerance: float accumulation of k products, then alpha and beta, satisfies
+//   |c - exact| <= gamma_{k+2} (|alpha| sum_p |a_ip b_pj| + |beta c_ij|),  gamma_n = n u / (1 - n
+//   u)
+// (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1), u = 2^-24. We allow
+// (k + 2) * FLT_EPSILON = 2 (k + 2) u, i.e. gamma = 2: blocking and FMA only shorten the
+// summation chains. The reference itself is exact to within u |c|, which the bound covers.
+#include <catch2/catch.hpp>
+#include <cfloat>
+#include <cmath>
+
+#include "support/test_support.hpp"
+
+using attn::MatrixView;
+using attn::Transpose;
+
+namespace {
+
+struct Case {
+  std::size_t m, n, k;
+  Transpose ta, tb;
+  float alpha, beta;
+  std::size_t pad;  // extra elements per row (stride > row)
+};
+
+void run_case(attn::Context& ctx, const Case& cs, attn_test::Rng& rng,
+              std::vector<float>* result = nullptr) {
+  const std::size_t ar = cs.ta == Transpose::no ? cs.m : cs.k;
+  const std::size_t ac = cs.ta == Transpose::no ? cs.k : cs.m;
+  const std::size_t br = cs.tb == Transpose::no ? cs.k : cs.n;
+  const std::size_t bc = cs.tb == Transpose::no ? cs.n : cs.k;
+  const std::size_t lda = ac + cs.pad, ldb = bc + cs.pad, ldc = cs.n + cs.pad;
+  const auto a = rng.uniform_vec(ar * lda + 1);
+  const auto b = rng.uniform_vec(br * ldb + 1);
+  auto c0 = rng.uniform_vec(cs.m * ldc + 1);
+  if (cs.beta == 0.0f) {
+    for (float& x : c0)
+      x = attn_test::nan_f();  // never read when beta == 0
+  }
+  auto c = c0, want = c0;
+  const MatrixView<const float> av{a.data(), ar, ac, lda}, bv{b.data(), br, bc, ldb};
+  REQUIRE(
+      attn::matmul(ctx, av, cs.ta, bv, cs.tb, {c.data(), cs.m, cs.n, ldc}, cs.alpha, cs.beta).ok());
+  REQUIRE(attn::reference::matmul(av, cs.ta, bv, cs.tb, {want.data(), cs.m, cs.n, ldc}, cs.alpha,
+                                  cs.beta)
+              .ok());
+  auto at = [&](std::size_t i, std::size_t p) {
+    return cs.ta == Transpose::no ? av(i, p) : av(p, i);
+  };
+  auto bt = [&](std::size_t p, std::size_t j) {
+    return cs.tb == Transpose::no ? bv(p, j) : bv(j, p);
+  };
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < cs.m; ++i) {
+    for (std::size_t j = 0; j < cs.n; ++j) {
+      double mag = 0.0;
+      for (std::size_t p = 0; p < cs.k; ++p)
+        mag += std::fabs(double(at(i, p)) * double(bt(p, j)));
+      mag = std::fabs(double(cs.alpha)) * mag;
+      if (cs.beta != 0.0f) mag += std::fabs(double(cs.beta) * double(c0[i * ldc + j]));
+      const double tol = double(cs.k + 2) * FLT_EPSILON * mag + 1e-30;
+      const double err = std::fabs(double(c[i * ldc + j]) - double(want[i * ldc + j]));
+      if (!(err <= tol) && bad++ < 5) {
+        FAIL_CHECK("c(" << i << ", " << j << ") = " << c[i * ldc + j] << ", reference "
+                        << want[i * ldc + j] << ", tolerance " << tol);
+      }
+    }
+    // Padding between rows is never written.
+    for (std::size_t j = cs.n; j < ldc && i + 1 < cs.m; ++j) {
+      const float before = c0[i * ldc + j], after = c[i * ldc + j];
+      CHECK(((std::isnan(before) && std::isnan(after)) || before == after));
+    }
+  }
+  CHECK(bad == 0);
+  if (result) *result = c;
+}
+
+}  // namespace
+
+TEST_CASE("matmul matches the reference on small and edge shapes", "[matmul]") {
+  const std::size_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17};
+  attn_test::Rng rng(7);
+  for (attn::Isa isa : attn_test::test_isas()) {
+    attn::Context ctx = attn_test::make_context(isa);
+    for (Transpose ta : {Transpose::no, Transpose::yes}) {
+      for (Transpose tb : {Transpose::no, Transpose::yes}) {
+        for (std::size_t m : sizes) {
+          for (std::size_t n : sizes) {
+            const std::size_t k = sizes[(m * 7 + n * 3) % 11];
+            INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k << " ta "
+                        << int(ta) << " tb " << int(tb));
+            run_case(ctx, {m, n, k, ta, tb, 1.0f, 0.0f, 0}, rng);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul alpha, beta, strides, deep k and tile multiples", "[matmul]") {
+  attn_test::Rng rng(11);
+  const Case cases[] = {
+      {6, 16, 64, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+      {63, 65, 1, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
+      {31, 33, 4097, Transpose::yes, Transpose::no, 1.0f, -0.5f, 1},
+      {97, 101, 257, Transpose::yes, Transpose::yes, -0.5f, 0.0f, 5},
+      {127, 129, 131, Transpose::no, Transpose::no, 0.0f, 1.0f, 2},
+      {128, 128, 64, Transpose::no, Transpose::yes, 1.0f, 1.0f, 0},
+      {257, 95, 300, Transpose::no, Transpose::no, 1.0f, -0.5f, 7},
+      {1, 1000, 1000, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
+      {1000, 1, 513, Transpose::yes, Transpose::no, 1.0f, 0.0f, 0},
+  };
+  for (attn::Isa isa : attn_test::test_isas()) {
+    attn::Context ctx = attn_test::make_context(isa);
+    for (const Case& cs : cases) {
+      INFO("isa " << attn::isa_name(isa) << " m " << cs.m << " n " << cs.n << " k " << cs.k
+                  << " alpha " << cs.alpha << " beta " << cs.beta);
+      run_case(ctx, cs, rng);
+    }
+  }
+}
+
+TEST_CASE("matmul with k == 0 scales c by beta", "[matmul]") {
+  for (attn::Isa isa : attn_test::test_isas()) {
+    attn::Context ctx = attn_test::make_context(isa);
+    std::vector<float> c = {1, 2, 3, 4}, nan_c(4, attn_test::nan_f());
+    const MatrixView<const float> a{nullptr, 2, 0, 0}, b{nullptr, 0, 2, 2};
+    REQUIRE(
+        attn::matmul(ctx, a, Transpose::no, b, Transpose::no, {c.data(), 2, 2, 2}, 1, -0.5f).ok());
+    CHECK(c == std::vector<float>{-0.5f, -1, -1.5f, -2});
+    REQUIRE(
+        attn::matmul(ctx, a, Transpose::no, b, Transpose::no, {nan_c.data(), 2, 2, 2}, 1, 0).ok());
+    CHECK(nan_c == std::vector<float>{0, 0, 0, 0});
+  }
+}
+
+TEST_CASE("matmul is bit-identical for any thread count", "[matmul][threads]") {
+  for (attn::Isa isa : attn_test::test_isas()) {
+    std::vector<float> one;
+    for (int threads : {1, 2, 3}) {
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      attn_test::Rng rng(5);
+      std::vector<float> c;
+      run_case(ctx, {203, 77, 300, Transpose::no, Transpose::yes, 1.0f, 0.5f, 1}, rng, &c);
+      if (threads == 1) {
+        one = c;
+      } else {
+        CHECK(std::memcmp(c.data(), one.data(), c.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+}
