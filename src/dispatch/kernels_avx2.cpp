@@ -1,0 +1,17 @@
+// The Isa::avx2 kernel table (AVX2 + FMA3).
+//
+// GEMM blocking for the 6 x 16 kernel (16 YMM registers: 12 accumulators, 2 B vectors, 1
+// broadcast), as BLIS's Haswell/Zen configurations: a KC x NR sliver of B, 256 x 16 floats =
+// 16 KiB, and an MR x KC sliver of A, 6 KiB, fit a 32 KiB L1; an MC x KC block of A, 144 x 256
+// floats = 144 KiB, about half of a 256-512 KiB L2; a KC x NC panel of B, 256 x 4080 floats =
+// 4 MiB, in a shared L3.
+#define ATTN_KERNELS_NAME kAvx2Kernels
+#define ATTN_KERNELS_ISA Isa::avx2
+#define ATTN_GEMM_KERNEL gemm_kernel_6x16
+#define ATTN_GEMM_MR 6
+#define ATTN_GEMM_NR 16
+#define ATTN_GEMM_BLOCKING \
+  GemmBlocking {           \
+    144, 256, 4080         \
+  }
+#include "dispatch/kernels_table.inc"

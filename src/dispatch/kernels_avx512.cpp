@@ -1,0 +1,16 @@
+// The Isa::avx512 kernel table (AVX-512 F/DQ/BW/VL).
+//
+// GEMM blocking for the 14 x 32 kernel (32 ZMM registers: 28 accumulators, 2 B vectors, 1
+// broadcast): a KC x NR sliver of B, 256 x 32 floats = 32 KiB, and an MR x KC sliver of A,
+// 14 KiB, fit a 48 KiB L1; an MC x KC block of A, 224 x 256 floats = 224 KiB, under half of a
+// 1-2 MiB L2; a KC x NC panel of B, 256 x 4096 floats = 4 MiB, in a shared L3.
+#define ATTN_KERNELS_NAME kAvx512Kernels
+#define ATTN_KERNELS_ISA Isa::avx512
+#define ATTN_GEMM_KERNEL gemm_kernel_14x32
+#define ATTN_GEMM_MR 14
+#define ATTN_GEMM_NR 32
+#define ATTN_GEMM_BLOCKING \
+  GemmBlocking {           \
+    224, 256, 4096         \
+  }
+#include "dispatch/kernels_table.inc"

@@ -1,0 +1,16 @@
+// The Isa::neon kernel table (AArch64 Advanced SIMD).
+//
+// GEMM blocking for the 8 x 12 kernel (32 Q registers: 24 accumulators, 3 B vectors, 1 A
+// broadcast): a KC x NR sliver of B, 256 x 12 floats = 12 KiB, and an MR x KC sliver of A,
+// 8 KiB, fit a 32-64 KiB L1; an MC x KC block of A, 128 x 256 floats = 128 KiB, in a 512 KiB+
+// L2; a KC x NC panel of B, 256 x 4092 floats = 4 MiB, in L3 or memory.
+#define ATTN_KERNELS_NAME kNeonKernels
+#define ATTN_KERNELS_ISA Isa::neon
+#define ATTN_GEMM_KERNEL gemm_kernel_8x12
+#define ATTN_GEMM_MR 8
+#define ATTN_GEMM_NR 12
+#define ATTN_GEMM_BLOCKING \
+  GemmBlocking {           \
+    128, 256, 4092         \
+  }
+#include "dispatch/kernels_table.inc"

@@ -1,0 +1,16 @@
+// The Isa::sse2 kernel table.
+//
+// GEMM blocking for the 6 x 8 kernel (16 XMM registers: 12 accumulators): a KC x NR sliver of B,
+// 256 x 8 floats = 8 KiB, plus an MR x KC sliver of A, 6 KiB, fit a 32 KiB L1 with room for C;
+// an MC x KC block of A, 120 x 256 floats = 120 KiB, half of a 256 KiB L2; a KC x NC panel of B,
+// 256 x 4096 floats = 4 MiB, in L3.
+#define ATTN_KERNELS_NAME kSse2Kernels
+#define ATTN_KERNELS_ISA Isa::sse2
+#define ATTN_GEMM_KERNEL gemm_kernel_6x8
+#define ATTN_GEMM_MR 6
+#define ATTN_GEMM_NR 8
+#define ATTN_GEMM_BLOCKING \
+  GemmBlocking {           \
+    120, 256, 4096         \
+  }
+#include "dispatch/kernels_table.inc"

@@ -1,0 +1,18 @@
+// The 14 x 32 GEMM micro-kernel for Isa::avx512.
+#include "matmul/gemm_kernel.hpp"
+#include "matmul/gemm_kernel_isa.hpp"
+
+namespace attn::detail {
+namespace ATTN_ISA_NS {
+
+template void gemm_kernel<14, 2>::operator()<Arch>(Arch, std::size_t, const float*, const float*,
+                                                   float*, std::size_t, float, float) const;
+
+void gemm_kernel_14x32(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
+                       float alpha, float beta) {
+  static_assert(2 * lanes<Arch> == 32, "tile width");
+  gemm_kernel<14, 2>{}(Arch{}, k, a, b, c, ldc, alpha, beta);
+}
+
+}  // namespace ATTN_ISA_NS
+}  // namespace attn::detail

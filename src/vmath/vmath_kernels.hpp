@@ -1,0 +1,181 @@
+// The SIMD vector-math kernels as xsimd functors templated on the architecture, defined out of
+// class here and explicitly instantiated by vmath_<isa>.cpp. Contracts: dispatch/kernels.hpp;
+// the exp algorithm: vmath/exp_constants.hpp.
+#pragma once
+
+#include <cmath>
+
+#include "simd/simd.hpp"
+#include "vmath/exp_constants.hpp"
+
+namespace attn::detail {
+namespace ATTN_ISA_NS {
+
+struct exp_kernel {
+  template <class A>
+  void operator()(A, const float* x, float* y, std::size_t n) const;
+};
+struct reduce_max_kernel {
+  template <class A>
+  float operator()(A, const float* x, std::size_t n) const;
+};
+struct exp_minus_max_sum_kernel {
+  template <class A>
+  double operator()(A, const float* x, float* y, std::size_t n, float max) const;
+};
+struct scale_kernel {
+  template <class A>
+  void operator()(A, float* y, std::size_t n, float s) const;
+};
+
+namespace expf_impl {
+
+namespace c = expf_constants;
+
+// e^r * 2^n before the final scaling: returns p = e^r and t (whose low bits hold n + 127).
+template <class A>
+inline vfloat<A> reduce_and_poly(vfloat<A> x, vfloat<A>* t_out) {
+  using V = vfloat<A>;
+  const V t = fmadd<A>(x, V(c::kLog2e), V(c::kMagicBias));
+  const V n = t - V(c::kMagicBias);
+  V r = fnmadd<A>(n, V(c::kLn2Hi), x);
+  r = fnmadd<A>(n, V(c::kLn2Lo), r);
+  V u = fmadd<A>(V(c::kC6), r, V(c::kC5));
+  u = fmadd<A>(u, r, V(c::kC4));
+  u = fmadd<A>(u, r, V(c::kC3));
+  u = fmadd<A>(u, r, V(c::kC2));
+  u = fmadd<A>(u, r, V(c::kC1));
+  *t_out = t;
+  return fmadd<A>(r * r, u, r) + V(1.0f);
+}
+
+// Valid when every |x| <= kFastLimit (and for NaN, which flows through as NaN).
+template <class A>
+inline vfloat<A> exp_fast(vfloat<A> x) {
+  vfloat<A> t;
+  const vfloat<A> p = reduce_and_poly<A>(x, &t);
+  return p * xsimd::bitwise_cast<vfloat<A>>(xsimd::bitwise_cast<vint<A>>(t) << 23);
+}
+
+// Every input: clamps to [kMinInput, kMaxInput] and scales by 2^(n/2) * 2^(n - n/2) so that
+// overflow gives +inf and underflow rounds once into the subnormals.
+template <class A>
+inline vfloat<A> exp_careful(vfloat<A> x) {
+  using V = vfloat<A>;
+  using I = vint<A>;
+  const V xc = xsimd::min(xsimd::max(x, V(c::kMinInput)), V(c::kMaxInput));
+  V t;
+  const V p = reduce_and_poly<A>(xc, &t);
+  const I n = xsimd::to_int(t - V(c::kMagicBias));
+  const I n1 = n >> 1;
+  const I n2 = n - n1;
+  const V s1 = xsimd::bitwise_cast<V>((n1 + I(127)) << 23);
+  const V s2 = xsimd::bitwise_cast<V>((n2 + I(127)) << 23);
+  // !(x == x): xsimd's != is an ordered compare, false for NaN.
+  return xsimd::select(!(x == x), x + x, (p * s1) * s2);
+}
+
+template <class A>
+inline bool all_fast(vfloat<A> x) {
+  return !xsimd::any(xsimd::abs(x) > vfloat<A>(c::kFastLimit));
+}
+
+template <class A>
+inline vfloat<A> exp_any(vfloat<A> x) {
+  return all_fast<A>(x) ? exp_fast<A>(x) : exp_careful<A>(x);
+}
+
+}  // namespace expf_impl
+
+template <class A>
+void exp_kernel::operator()(A, const float* x, float* y, std::size_t n) const {
+  using V = vfloat<A>;
+  constexpr std::size_t L = lanes<A>;
+  std::size_t i = 0;
+  for (; i + 4 * L <= n; i += 4 * L) {
+    const V x0 = V::load_unaligned(x + i), x1 = V::load_unaligned(x + i + L),
+            x2 = V::load_unaligned(x + i + 2 * L), x3 = V::load_unaligned(x + i + 3 * L);
+    const V big = xsimd::max(xsimd::max(xsimd::abs(x0), xsimd::abs(x1)),
+                             xsimd::max(xsimd::abs(x2), xsimd::abs(x3)));
+    // A NaN lane can hide a large one from max(); !(big <= limit) sends it to exp_any, which
+    // checks each vector on its own.
+    if (xsimd::all(big <= V(expf_constants::kFastLimit))) {
+      expf_impl::exp_fast<A>(x0).store_unaligned(y + i);
+      expf_impl::exp_fast<A>(x1).store_unaligned(y + i + L);
+      expf_impl::exp_fast<A>(x2).store_unaligned(y + i + 2 * L);
+      expf_impl::exp_fast<A>(x3).store_unaligned(y + i + 3 * L);
+    } else {
+      expf_impl::exp_any<A>(x0).store_unaligned(y + i);
+      expf_impl::exp_any<A>(x1).store_unaligned(y + i + L);
+      expf_impl::exp_any<A>(x2).store_unaligned(y + i + 2 * L);
+      expf_impl::exp_any<A>(x3).store_unaligned(y + i + 3 * L);
+    }
+  }
+  for (; i + L <= n; i += L)
+    expf_impl::exp_any<A>(V::load_unaligned(x + i)).store_unaligned(y + i);
+  if (i < n)
+    store_partial<A>(y + i, n - i, expf_impl::exp_any<A>(load_partial<A>(x + i, n - i, 0.0f)));
+}
+
+template <class A>
+float reduce_max_kernel::operator()(A, const float* x, std::size_t n) const {
+  using V = vfloat<A>;
+  constexpr std::size_t L = lanes<A>;
+  V m0(-INFINITY), m1(-INFINITY), m2(-INFINITY), m3(-INFINITY);
+  std::size_t i = 0;
+  for (; i + 4 * L <= n; i += 4 * L) {
+    m0 = xsimd::max(m0, V::load_unaligned(x + i));
+    m1 = xsimd::max(m1, V::load_unaligned(x + i + L));
+    m2 = xsimd::max(m2, V::load_unaligned(x + i + 2 * L));
+    m3 = xsimd::max(m3, V::load_unaligned(x + i + 3 * L));
+  }
+  for (; i + L <= n; i += L)
+    m0 = xsimd::max(m0, V::load_unaligned(x + i));
+  if (i < n) m1 = xsimd::max(m1, load_partial<A>(x + i, n - i, -INFINITY));
+  return reduce_max<A>(xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3)));
+}
+
+template <class A>
+double exp_minus_max_sum_kernel::operator()(A, const float* x, float* y, std::size_t n,
+                                            float max) const {
+  using V = vfloat<A>;
+  constexpr std::size_t L = lanes<A>;
+  const V vmax(max);
+  DoubleSum<A> s0, s1;
+  std::size_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    const V e0 = expf_impl::exp_any<A>(V::load_unaligned(x + i) - vmax);
+    const V e1 = expf_impl::exp_any<A>(V::load_unaligned(x + i + L) - vmax);
+    e0.store_unaligned(y + i);
+    e1.store_unaligned(y + i + L);
+    s0.add(e0);
+    s1.add(e1);
+  }
+  for (; i + L <= n; i += L) {
+    const V e = expf_impl::exp_any<A>(V::load_unaligned(x + i) - vmax);
+    e.store_unaligned(y + i);
+    s0.add(e);
+  }
+  if (i < n) {
+    // Padding lanes are -inf, whose exp is exactly 0.
+    const V e = expf_impl::exp_any<A>(load_partial<A>(x + i, n - i, -INFINITY) - vmax);
+    store_partial<A>(y + i, n - i, e);
+    s1.add(e);
+  }
+  return s0.total() + s1.total();
+}
+
+template <class A>
+void scale_kernel::operator()(A, float* y, std::size_t n, float s) const {
+  using V = vfloat<A>;
+  constexpr std::size_t L = lanes<A>;
+  const V vs(s);
+  std::size_t i = 0;
+  for (; i + L <= n; i += L)
+    (V::load_unaligned(y + i) * vs).store_unaligned(y + i);
+  for (; i < n; ++i)
+    y[i] *= s;
+}
+
+}  // namespace ATTN_ISA_NS
+}  // namespace attn::detail
