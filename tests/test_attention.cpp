@@ -99,6 +99,38 @@ TEST_CASE("attention matches the reference on tile-sized and long shapes", "[att
   }
 }
 
+TEST_CASE("attention splits long key ranges of few rows (decoding) exactly", "[attention][split]") {
+  // Few query tiles and >= 2048 keys: the keys are split into chunks whose partial results are
+  // merged; masks and non-finite values must behave as in the unsplit path.
+  attn_test::Rng rng(23);
+  const std::size_t lks[] = {2048, 3001, 5000};
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (int threads : {1, 3}) {
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      unsigned n = 0;
+      for (std::size_t lk : lks) {
+        for (unsigned bits : {0u, 3u, 5u, 8u, 16u + 32u}) {
+          AttentionCase c;
+          c.B = 1 + n % 2;
+          c.Hq = 2;
+          c.Hkv = 1 + n % 2;
+          c.Lq = 1 + n % 3;
+          c.Lk = lk;
+          c.Dk = 64;
+          c.Dv = 40;
+          c.bshd = n % 2 == 1;
+          c.seed = 300 + n;
+          c = with_mask(c, bits, rng);
+          c.window_left = 1500;
+          INFO("isa " << attn::isa_name(isa) << " threads " << threads);
+          check_attention_case(ctx, c);
+          ++n;
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("attention output is bit-identical for any thread count", "[attention][threads]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     AttentionCase c;
@@ -112,15 +144,27 @@ TEST_CASE("attention output is bit-identical for any thread count", "[attention]
     c.causal = true;
     c.key_lengths = true;
     c.weights = true;
-    AttentionResult one;
+    AttentionCase decode = c;  // the key-split path
+    decode.B = 1;
+    decode.Hq = 2;
+    decode.Hkv = 1;
+    decode.Lq = 1;
+    decode.Lk = 4099;
+    decode.causal_align = attn::CausalAlign::bottom_right;
+    decode.key_lengths = false;
+    decode.weights = false;
+    AttentionResult one, one_decode;
     for (int threads : {1, 2, 3, 7}) {
       INFO("isa " << attn::isa_name(isa) << " threads " << threads);
       attn::Context ctx = attn_test::make_context(isa, threads);
-      AttentionResult r;
+      AttentionResult r, rd;
       check_attention_case(ctx, c, &r);
+      check_attention_case(ctx, decode, &rd);
       if (threads == 1) {
         one = r;
+        one_decode = rd;
       } else {
+        CHECK(std::memcmp(rd.out.data(), one_decode.out.data(), rd.out.size() * 4) == 0);
         CHECK(std::memcmp(r.out.data(), one.out.data(), r.out.size() * 4) == 0);
         CHECK(std::memcmp(r.weights.data(), one.weights.data(), r.weights.size() * 4) == 0);
       }

@@ -18,7 +18,10 @@ class Status {
  public:
   static constexpr std::size_t kMaxMessage = 240;
 
-  Status() noexcept = default;
+  Status() noexcept { message_[0] = '\0'; }
+  // Copies only what is used: an ok Status copies one int.
+  Status(const Status& other) noexcept { *this = other; }
+  Status& operator=(const Status& other) noexcept;
   static Status Ok() noexcept { return Status(); }
   // printf-style message, truncated to kMaxMessage - 1 characters.
   static Status Error(StatusCode code, const char* format, ...) noexcept
@@ -41,7 +44,7 @@ class Status {
 
  private:
   StatusCode code_ = StatusCode::ok;
-  char message_[kMaxMessage] = {};
+  char message_[kMaxMessage];
 };
 
 // "ok", "invalid_argument", "unsupported", "out_of_memory".

@@ -2,6 +2,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 namespace attn {
 
@@ -13,6 +14,17 @@ Status Status::Error(StatusCode code, const char* format, ...) noexcept {
   std::vsnprintf(s.message_, sizeof(s.message_), format, args);
   va_end(args);
   return s;
+}
+
+Status& Status::operator=(const Status& other) noexcept {
+  if (this == &other) return *this;
+  code_ = other.code_;
+  if (other.code_ == StatusCode::ok) {
+    message_[0] = '\0';
+  } else {
+    std::memcpy(message_, other.message_, std::strlen(other.message_) + 1);
+  }
+  return *this;
 }
 
 const char* status_code_name(StatusCode code) noexcept {

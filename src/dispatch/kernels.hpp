@@ -24,6 +24,29 @@ struct GemmBlocking {
 using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, float* c,
                              std::size_t ldc, float alpha, float beta);
 
+// Tile sizes of the fused attention: bq query rows (a multiple of gemm_mr) against bk keys (a
+// multiple of gemm_nr); the derivation is beside each ISA's table.
+struct AttentionTiling {
+  std::size_t bq = 0;
+  std::size_t bk = 0;
+};
+
+// The P*V micro-kernel of the fused attention: for the MR x NR tile of C (row stride ldc),
+// C[i, :] = sum_p P[i, p] * B[p, :] + row_scale[i] * C[i, :], where P is row-major with row stride
+// AttentionTiling::bk (a compile-time constant of the kernel) and B is packed NR-wide per p as
+// for GemmUkernel. C is always read (it must hold finite values or zeros).
+using PvUkernel = void (*)(std::size_t k, const float* p, const float* b, float* c,
+                           std::size_t ldc, const float* row_scale);
+
+// One step of the online softmax (Milakov & Gimelshein 2018) over a tile of scores: for each of
+// `rows` rows of s (row stride ld, `cols` valid entries), with running max m[i] and sum l[i]:
+//   m' = max(m[i], max_j s[i, j]);  alpha[i] = e^(m[i] - m');  s[i, j] = e^(s[i, j] - m');
+//   l[i] = alpha[i] * l[i] + sum_j s[i, j];  m[i] = m'.
+// A row whose m' is -inf (nothing attended yet) becomes zeros with alpha[i] = 1, and l[i]
+// becomes NaN if the row held a NaN. Entries past `cols` are not touched.
+using SoftmaxTileKernel = void (*)(float* s, std::size_t ld, std::size_t rows, std::size_t cols,
+                                   float* m, float* l, float* alpha);
+
 struct Kernels {
   Isa isa;
 
@@ -41,6 +64,10 @@ struct Kernels {
   std::size_t gemm_nr;
   GemmBlocking gemm_blocking;
   GemmUkernel gemm_ukernel;
+
+  AttentionTiling attention_tiling;
+  PvUkernel attention_pv;
+  SoftmaxTileKernel attention_softmax;
 };
 
 // The table of an ISA compiled into this build, or nullptr. Does not check the CPU.

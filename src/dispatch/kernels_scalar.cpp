@@ -1,4 +1,5 @@
 // The Isa::scalar kernel table.
+#include "attention/attention_kernels_scalar.hpp"
 #include "dispatch/kernels.hpp"
 #include "matmul/gemm_kernel_scalar.hpp"
 #include "vmath/vmath_scalar.hpp"
@@ -8,6 +9,7 @@ namespace attn::detail {
 // Blocking for the 4 x 4 scalar kernel: a KC x NR sliver of B (256 x 4 floats = 4 KiB) and an
 // MR x KC sliver of A stay in a 32 KiB L1; an MC x KC block of A (128 x 256 floats = 128 KiB)
 // in a 512 KiB L2; a KC x NC panel of B (256 x 2048 floats = 2 MiB) in L3.
+// Fused attention: 32 query rows against 64 keys (an 8 KiB score tile in L1).
 extern const Kernels kScalarKernels;
 const Kernels kScalarKernels = {
     Isa::scalar,
@@ -19,6 +21,9 @@ const Kernels kScalarKernels = {
     4,
     GemmBlocking{128, 256, 2048},
     &scalar::gemm_kernel_4x4,
+    AttentionTiling{32, 64},
+    &scalar::pv_kernel_4x4_bk64,
+    &scalar::online_softmax,
 };
 
 }  // namespace attn::detail

@@ -13,4 +13,8 @@
   GemmBlocking {           \
     120, 256, 4096         \
   }
+// Fused attention: 48 query rows (8 x MR) against 64 keys: the 48 x 64 score tile (12 KiB), a
+// 64 x Dk K tile and a 64 x Dv V tile (16 KiB each at d = 64) fit a 32 KiB L1 plus L2.
+#define ATTN_ATTENTION_TILING AttentionTiling{48, 64}
+#define ATTN_ATTENTION_PV pv_kernel_6x8_bk64
 #include "dispatch/kernels_table.inc"

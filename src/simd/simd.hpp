@@ -68,7 +68,9 @@ inline vfloat<A> fnmadd(vfloat<A> a, vfloat<A> b, vfloat<A> c) {
 // Horizontal sum (xsimd 8.1 calls it hadd; 9.0 renamed it reduce_add).
 template <class A>
 inline float reduce_add(vfloat<A> v) {
-#if XSIMD_VERSION_MAJOR >= 9
+#if defined(__AVX512F__)
+  return _mm512_reduce_add_ps(v);
+#elif XSIMD_VERSION_MAJOR >= 9
   return xsimd::reduce_add(v);
 #else
   return xsimd::hadd(v);
@@ -77,28 +79,62 @@ inline float reduce_add(vfloat<A> v) {
 
 template <class A>
 inline float reduce_max(vfloat<A> v) {
-  alignas(64) float buf[lanes<A>];
-  v.store_aligned(buf);
-  float m = buf[0];
-  for (std::size_t i = 1; i < lanes<A>; ++i)
-    m = buf[i] > m ? buf[i] : m;
-  return m;
+#if defined(__AVX512F__)
+  return _mm512_reduce_max_ps(v);
+#elif defined(__AVX2__)
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+#elif defined(__aarch64__)
+  return vmaxvq_f32(v);
+#else
+  __m128 m = _mm_max_ps(v, _mm_movehl_ps(v, v));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+#endif
 }
 
-// The first n < lanes floats of p, the rest filled with `fill`; and the converse store.
+// 0, 1, 2, ... lanes - 1 as floats.
+template <class A>
+inline vfloat<A> lane_index() {
+  alignas(64) float buf[lanes<A>];
+  for (std::size_t i = 0; i < lanes<A>; ++i)
+    buf[i] = static_cast<float>(i);
+  return vfloat<A>::load_aligned(buf);
+}
+
+// The first n < lanes floats of p, the rest filled with `fill`; and the converse store. Masked
+// loads and stores where the ISA has them, so no byte past p + n is touched.
 template <class A>
 inline vfloat<A> load_partial(const float* p, std::size_t n, float fill) {
+#if defined(__AVX512F__)
+  const __mmask16 k = static_cast<__mmask16>((1u << n) - 1u);
+  return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), k, p);
+#elif defined(__AVX2__)
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
+  return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, k), _mm256_castsi256_ps(k));
+#else
   alignas(64) float buf[lanes<A>];
   for (std::size_t i = 0; i < lanes<A>; ++i)
     buf[i] = i < n ? p[i] : fill;
   return vfloat<A>::load_aligned(buf);
+#endif
 }
 template <class A>
 inline void store_partial(float* p, std::size_t n, vfloat<A> v) {
+#if defined(__AVX512F__)
+  _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1u), v);
+#elif defined(__AVX2__)
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx), v);
+#else
   alignas(64) float buf[lanes<A>];
   v.store_aligned(buf);
   for (std::size_t i = 0; i < n; ++i)
     p[i] = buf[i];
+#endif
 }
 
 }  // namespace ATTN_ISA_NS

@@ -1,0 +1,559 @@
+// Fused attention: query tiles against key tiles with an online softmax, so the Lq x Lk score
+// matrix is never materialised (ref: Milakov & Gimelshein 2018, "Online normalizer calculation
+// for softmax"; Dao et al. 2022, "FlashAttention"). fp32 throughout.
+//
+// A task is (batch, KV head, chunk of the query heads sharing it, query tile[, key chunk]). For
+// each key tile it packs K and V once and reuses them for every query row of the tile and every
+// query head of the chunk (grouped-query attention). Per head and key tile:
+//   S = scale * Q K^T               (the GEMM micro-kernel, Q and K packed)
+//   mask S on the tile (only tiles the structural mask cuts; skipped tiles are never read)
+//   online softmax: S <- e^(S - m), alpha = e^(m_old - m), l <- alpha l + sum S
+//   O <- P V + alpha O              (the P*V micro-kernel rescales O as it loads it)
+// and finally out = O / l. With weights requested, a first pass writes the masked scores into
+// the caller's weights and finds m and l; a second turns them into exact probabilities and
+// accumulates O from them. For a few long rows (decoding) the keys are split into chunks of a
+// size fixed by the shape, whose partial (m, l, O) are merged in chunk order: the result never
+// depends on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "attention/attention_driver.hpp"
+#include "attention/mask_rows.hpp"
+#include "core/context_state.hpp"
+#include "core/parallel.hpp"
+
+namespace attn::detail {
+namespace {
+
+std::size_t round_up(std::size_t x, std::size_t m) {
+  return (x + m - 1) / m * m;
+}
+std::size_t div_up(std::size_t x, std::size_t m) {
+  return (x + m - 1) / m;
+}
+
+// Scratch for the output accumulators of one task's heads.
+constexpr std::size_t kHeadStateBudget = 256 * 1024;
+// Split the keys of long rows when there are fewer tasks than this, in chunks of about this many.
+constexpr std::size_t kSplitMinTasks = 8;
+constexpr std::size_t kSplitMinKeys = 2048;
+constexpr std::size_t kSplitChunkKeys = 1024;
+constexpr std::size_t kSplitMaxChunks = 16;
+
+struct Plan {
+  std::size_t mr, nr, bq, bk;
+  std::size_t dk, dv, dv_pad;
+  std::size_t group, heads_per_task, head_chunks, q_tiles;
+  std::size_t k_chunks, k_chunk_len;
+  std::size_t tasks;  // batch * heads_kv * head_chunks * q_tiles * k_chunks
+  bool weights;
+  // floats per thread
+  std::size_t q_floats, k_floats, v_floats, s_floats, o_floats, row_floats;
+  std::size_t per_thread_bytes, partial_bytes;
+};
+
+Plan make_plan(const Kernels& kern, const AttentionCall& call) {
+  const AttentionDims& d = call.dims;
+  Plan p{};
+  p.mr = kern.gemm_mr;
+  p.nr = kern.gemm_nr;
+  p.bq = kern.attention_tiling.bq;
+  p.bk = kern.attention_tiling.bk;
+  p.dk = d.dim_k;
+  p.dv = d.dim_v;
+  p.dv_pad = round_up(d.dim_v, p.nr);
+  p.group = d.heads_kv ? d.heads_q / d.heads_kv : 1;
+  const std::size_t per_head = p.bq * (p.dv_pad + p.dk + 3) * sizeof(float);
+  p.heads_per_task = std::max<std::size_t>(1, std::min(p.group, kHeadStateBudget / per_head));
+  p.head_chunks = div_up(p.group, p.heads_per_task);
+  p.q_tiles = div_up(d.len_q, p.bq);
+  p.weights = call.options->weights.data != nullptr;
+  const std::size_t base_tasks = d.batch * d.heads_kv * p.head_chunks * p.q_tiles;
+  p.k_chunks = 1;
+  p.k_chunk_len = std::max<std::size_t>(d.len_k, 1);
+  if (!p.weights && base_tasks < kSplitMinTasks && d.len_k >= kSplitMinKeys) {
+    p.k_chunks = std::min(kSplitMaxChunks, div_up(d.len_k, kSplitChunkKeys));
+    p.k_chunk_len = round_up(div_up(d.len_k, p.k_chunks), p.bk);
+    p.k_chunks = div_up(d.len_k, p.k_chunk_len);
+  }
+  p.tasks = base_tasks * p.k_chunks;
+  const std::size_t hpt = p.heads_per_task;
+  p.q_floats = hpt * p.bq * std::max<std::size_t>(p.dk, 1);
+  p.k_floats = p.bk * std::max<std::size_t>(p.dk, 1);
+  p.v_floats = p.bk * std::max<std::size_t>(p.dv_pad, 1);
+  p.s_floats = p.bq * p.bk;
+  p.o_floats = hpt * p.bq * std::max<std::size_t>(p.dv_pad, 1);
+  p.row_floats = hpt * p.bq;
+  p.per_thread_bytes =
+      ScratchCarver::rounded(p.q_floats * 4) + ScratchCarver::rounded(p.k_floats * 4) +
+      ScratchCarver::rounded(p.v_floats * 4) + ScratchCarver::rounded(p.s_floats * 4) +
+      ScratchCarver::rounded(p.o_floats * 4) + 3 * ScratchCarver::rounded(p.row_floats * 4) +
+      2 * ScratchCarver::rounded(p.bq * sizeof(std::size_t)) +
+      ScratchCarver::rounded(std::max(p.bq, p.mr) * 4);
+  // Decoding split: (m, l, O) per task, head and row.
+  p.partial_bytes =
+      p.k_chunks > 1 ? ScratchCarver::rounded(p.tasks * hpt * p.bq * (p.dv_pad + 2) * 4) : 0;
+  return p;
+}
+
+struct TaskIndex {
+  std::size_t b, kvh, head_chunk, q_tile, k_chunk;
+};
+
+TaskIndex task_index(const Plan& p, std::size_t heads_kv, std::size_t t) {
+  TaskIndex ti;
+  ti.k_chunk = t % p.k_chunks;
+  t /= p.k_chunks;
+  ti.q_tile = t % p.q_tiles;
+  t /= p.q_tiles;
+  ti.head_chunk = t % p.head_chunks;
+  t /= p.head_chunks;
+  ti.kvh = t % heads_kv;
+  ti.b = t / heads_kv;
+  return ti;
+}
+
+// Per-thread buffers.
+struct Work {
+  float* q;         // heads x [bq/MR panels][dk][MR]
+  float* k;         // [bk/NR panels][dk][NR]
+  float* v;         // [dv_pad/NR panels][bk][NR]
+  float* s;         // [bq][bk]
+  float* o;         // heads x [bq][dv_pad]
+  float* m;         // heads x bq
+  float* l;         // heads x bq
+  float* alpha;     // heads x bq
+  std::size_t* lo;  // bq: structural key range of each row
+  std::size_t* hi;
+  float* ones;  // max(bq, MR) ones: the row scale of accumulate-only P*V
+};
+
+Work carve_work(const Plan& p, void* base) {
+  ScratchCarver c(base);
+  Work w;
+  w.q = c.take<float>(p.q_floats);
+  w.k = c.take<float>(p.k_floats);
+  w.v = c.take<float>(p.v_floats);
+  w.s = c.take<float>(p.s_floats);
+  w.o = c.take<float>(p.o_floats);
+  w.m = c.take<float>(p.row_floats);
+  w.l = c.take<float>(p.row_floats);
+  w.alpha = c.take<float>(p.row_floats);
+  w.lo = c.take<std::size_t>(p.bq);
+  w.hi = c.take<std::size_t>(p.bq);
+  w.ones = c.take<float>(std::max(p.bq, p.mr));
+  return w;
+}
+
+class Task {
+ public:
+  Task(const Kernels& kern, const Plan& plan, const AttentionCall& call, const Work& w,
+       const TaskIndex& ti)
+      : kern_(kern), p_(plan), call_(call), d_(call.dims), w_(w), ti_(ti) {
+    h0_ = ti.kvh * p_.group + ti.head_chunk * p_.heads_per_task;
+    nh_ = std::min(p_.heads_per_task, p_.group - ti.head_chunk * p_.heads_per_task);
+    q0_ = ti.q_tile * p_.bq;
+    rows_ = std::min(p_.bq, d_.len_q - q0_);
+    rows_pad_ = round_up(rows_, p_.mr);
+    kc0_ = ti.k_chunk * p_.k_chunk_len;
+    kc1_ = std::min(d_.len_k, kc0_ + p_.k_chunk_len);
+  }
+
+  // The key range [begin, end) any row of the tile may attend (structural parts only).
+  void key_ranges(const MaskRows& mr, std::size_t* begin, std::size_t* end) const {
+    *begin = kc1_;
+    *end = kc0_;
+    for (std::size_t i = 0; i < rows_; ++i) {
+      const KeyRange r = mr.range(q0_ + i);
+      w_.lo[i] = std::max(r.begin, kc0_);
+      w_.hi[i] = std::min(r.end, kc1_);
+      if (w_.lo[i] >= w_.hi[i]) {
+        w_.lo[i] = w_.hi[i] = kc0_;
+        continue;
+      }
+      *begin = std::min(*begin, w_.lo[i]);
+      *end = std::max(*end, w_.hi[i]);
+    }
+  }
+
+  void pack_q() const {
+    const std::size_t mr = p_.mr, dk = p_.dk;
+    for (std::size_t hh = 0; hh < nh_; ++hh) {
+      float* dst = w_.q + hh * p_.bq * dk;
+      for (std::size_t ib = 0; ib < rows_pad_; ib += mr) {
+        for (std::size_t i = 0; i < mr; ++i) {
+          const std::size_t r = ib + i;
+          if (r < rows_) {
+            const float* src = &call_.q(ti_.b, h0_ + hh, q0_ + r, 0);
+            for (std::size_t x = 0; x < dk; ++x)
+              dst[x * mr + i] = src[x];
+          } else {
+            for (std::size_t x = 0; x < dk; ++x)
+              dst[x * mr + i] = 0.0f;
+          }
+        }
+        dst += mr * dk;
+      }
+    }
+  }
+
+  // Packs keys [k0, k0 + cols) of K and V.
+  void pack_kv(std::size_t k0, std::size_t cols) const {
+    const std::size_t nr = p_.nr, dk = p_.dk, dv = p_.dv;
+    const std::size_t panels = div_up(cols, nr);
+    for (std::size_t jp = 0; jp < panels; ++jp) {
+      float* dst = w_.k + jp * nr * dk;
+      const std::size_t keys = std::min(nr, cols - jp * nr);
+      if (keys < nr) std::memset(dst, 0, nr * dk * sizeof(float));
+      for (std::size_t j = 0; j < keys; ++j) {
+        const float* src = &call_.k(ti_.b, ti_.kvh, k0 + jp * nr + j, 0);
+        for (std::size_t x = 0; x < dk; ++x)
+          dst[x * nr + j] = src[x];
+      }
+    }
+    for (std::size_t jp = 0; jp < p_.dv_pad / nr; ++jp) {
+      float* dst = w_.v + jp * p_.bk * nr;
+      const std::size_t c0 = jp * nr;
+      const std::size_t width = std::min(nr, dv - c0);
+      for (std::size_t key = 0; key < cols; ++key) {
+        const float* src = &call_.v(ti_.b, ti_.kvh, k0 + key, c0);
+        float* row = dst + key * nr;
+        std::memcpy(row, src, width * sizeof(float));
+        if (width < nr) std::memset(row + width, 0, (nr - width) * sizeof(float));
+      }
+    }
+  }
+
+  // True if the packed V tile (cols keys) holds only finite values.
+  bool v_finite(std::size_t cols) const {
+    const float* v = w_.v;
+    const std::size_t n = p_.dv_pad * p_.bk;
+    float check = 0.0f;  // 0 * x is 0 for finite x, NaN for NaN and inf
+    for (std::size_t i = 0; i < n; i += p_.bk * p_.nr) {
+      for (std::size_t j = 0; j < cols * p_.nr; ++j)
+        check = check + 0.0f * v[i + j];
+    }
+    return check == 0.0f;
+  }
+
+  // S = scale * Q_h K^T for the tile (rows_pad x cols, row stride bk).
+  void scores(std::size_t hh, std::size_t cols) const {
+    const std::size_t mr = p_.mr, nr = p_.nr, dk = p_.dk;
+    const float* q = w_.q + hh * p_.bq * dk;
+    const std::size_t panels = div_up(cols, nr);
+    for (std::size_t ib = 0; ib < rows_pad_; ib += mr) {
+      for (std::size_t jp = 0; jp < panels; ++jp) {
+        kern_.gemm_ukernel(dk, q + ib * dk, w_.k + jp * nr * dk, w_.s + ib * p_.bk + jp * nr, p_.bk,
+                           d_.scale, 0.0f);
+      }
+    }
+  }
+
+  // Bias, then -inf for blocked keys. `cut`: some row's structural range cuts the tile.
+  void apply_mask(const MaskRows& mr, std::size_t k0, std::size_t cols, bool cut) const {
+    for (std::size_t i = 0; i < rows_; ++i) {
+      float* row = w_.s + i * p_.bk;
+      if (const float* bias = mr.additive_row(q0_ + i)) {
+        for (std::size_t j = 0; j < cols; ++j)
+          row[j] += bias[k0 + j];
+      }
+      if (const std::uint8_t* allowed = mr.allowed_row(q0_ + i)) {
+        for (std::size_t j = 0; j < cols; ++j) {
+          if (allowed[k0 + j] == 0) row[j] = -INFINITY;
+        }
+      }
+      if (cut) {
+        const std::size_t lo = std::max(w_.lo[i], k0), hi = std::min(w_.hi[i], k0 + cols);
+        if (lo >= hi) {
+          std::fill(row, row + cols, -INFINITY);
+        } else {
+          std::fill(row, row + (lo - k0), -INFINITY);
+          std::fill(row + (hi - k0), row + cols, -INFINITY);
+        }
+      }
+    }
+  }
+
+  bool blocked(const MaskRows& mr, std::size_t i, std::size_t key) const {
+    if (key < w_.lo[i] || key >= w_.hi[i]) return true;
+    const std::uint8_t* allowed = mr.allowed_row(q0_ + i);
+    return allowed != nullptr && allowed[key] == 0;
+  }
+
+  // O_h <- P V + row_scale * O_h.
+  void accumulate(std::size_t hh, std::size_t cols, const float* row_scale) const {
+    const std::size_t mr = p_.mr, nr = p_.nr;
+    float* o = w_.o + hh * p_.bq * p_.dv_pad;
+    for (std::size_t ib = 0; ib < rows_pad_; ib += mr) {
+      for (std::size_t jp = 0; jp < p_.dv_pad / nr; ++jp) {
+        kern_.attention_pv(cols, w_.s + ib * p_.bk, w_.v + jp * p_.bk * nr,
+                           o + ib * p_.dv_pad + jp * nr, p_.dv_pad, row_scale + ib);
+      }
+    }
+  }
+
+  // The same as accumulate(), skipping blocked keys: V holds a NaN or inf that a zero weight
+  // must not turn into NaN.
+  void accumulate_skipping_blocked(const MaskRows& mr, std::size_t hh, std::size_t k0,
+                                   std::size_t cols, const float* row_scale) const {
+    float* o = w_.o + hh * p_.bq * p_.dv_pad;
+    for (std::size_t i = 0; i < rows_; ++i) {
+      float* orow = o + i * p_.dv_pad;
+      for (std::size_t x = 0; x < p_.dv; ++x)
+        orow[x] *= row_scale[i];
+      for (std::size_t j = 0; j < cols; ++j) {
+        if (blocked(mr, i, k0 + j)) continue;
+        const float pij = w_.s[i * p_.bk + j];
+        const float* vrow = &call_.v(ti_.b, ti_.kvh, k0 + j, 0);
+        for (std::size_t x = 0; x < p_.dv; ++x)
+          orow[x] += pij * vrow[x];
+      }
+    }
+  }
+
+  void run_fused(float* partial) const {
+    const MaskRows mr0(call_.options->mask, d_, ti_.b, h0_);
+    std::size_t begin, end;
+    key_ranges(mr0, &begin, &end);
+    const bool careful_mask = mr0.has_allowed();
+    for (std::size_t hh = 0; hh < nh_; ++hh) {
+      float* o = w_.o + hh * p_.bq * p_.dv_pad;
+      std::fill(o, o + rows_pad_ * p_.dv_pad, 0.0f);
+    }
+    std::fill(w_.m, w_.m + nh_ * p_.bq, -INFINITY);
+    std::fill(w_.l, w_.l + nh_ * p_.bq, 0.0f);
+    std::fill(w_.alpha, w_.alpha + nh_ * p_.bq, 0.0f);
+    if (begin < end) pack_q();
+    for (std::size_t k0 = begin; k0 < end; k0 += p_.bk) {
+      const std::size_t cols = std::min(p_.bk, end - k0);
+      const bool cut = tile_is_cut(k0, cols);
+      pack_kv(k0, cols);
+      const bool careful = (cut || careful_mask) && !v_finite(cols);
+      for (std::size_t hh = 0; hh < nh_; ++hh) {
+        const MaskRows mr(call_.options->mask, d_, ti_.b, h0_ + hh);
+        scores(hh, cols);
+        apply_mask(mr, k0, cols, cut);
+        float* m = w_.m + hh * p_.bq;
+        float* l = w_.l + hh * p_.bq;
+        float* alpha = w_.alpha + hh * p_.bq;
+        kern_.attention_softmax(w_.s, p_.bk, rows_, cols, m, l, alpha);
+        if (careful) {
+          accumulate_skipping_blocked(mr, hh, k0, cols, alpha);
+        } else {
+          accumulate(hh, cols, alpha);
+        }
+      }
+    }
+    if (partial != nullptr) {
+      save_partial(partial);
+    } else {
+      finish_fused();
+    }
+  }
+
+  bool tile_is_cut(std::size_t k0, std::size_t cols) const {
+    for (std::size_t i = 0; i < rows_; ++i) {
+      if (w_.lo[i] > k0 || w_.hi[i] < k0 + cols) return true;
+    }
+    return false;
+  }
+
+  void finish_fused() const {
+    for (std::size_t hh = 0; hh < nh_; ++hh) {
+      for (std::size_t i = 0; i < rows_; ++i) {
+        const float l = w_.l[hh * p_.bq + i];
+        const float* orow = w_.o + (hh * p_.bq + i) * p_.dv_pad;
+        float* out = &call_.out(ti_.b, h0_ + hh, q0_ + i, 0);
+        write_row(out, orow, l);
+      }
+    }
+  }
+
+  void write_row(float* out, const float* orow, float l) const {
+    if (std::isnan(l)) {
+      std::fill(out, out + p_.dv, NAN);
+    } else if (l == 0.0f) {  // fully masked: zeros, by contract
+      std::fill(out, out + p_.dv, 0.0f);
+    } else {
+      const float inv = 1.0f / l;
+      for (std::size_t x = 0; x < p_.dv; ++x)
+        out[x] = orow[x] * inv;
+    }
+  }
+
+  // Partial layout per task: heads x rows x [m, l, O (dv_pad)].
+  void save_partial(float* partial) const {
+    const std::size_t stride = p_.dv_pad + 2;
+    for (std::size_t hh = 0; hh < nh_; ++hh) {
+      for (std::size_t i = 0; i < rows_; ++i) {
+        float* dst = partial + (hh * p_.bq + i) * stride;
+        dst[0] = w_.m[hh * p_.bq + i];
+        dst[1] = w_.l[hh * p_.bq + i];
+        std::memcpy(dst + 2, w_.o + (hh * p_.bq + i) * p_.dv_pad, p_.dv_pad * sizeof(float));
+      }
+    }
+  }
+
+  // Merges the key chunks of this (batch, head chunk, query tile) in chunk order; `first` is
+  // the partial of chunk 0 and chunks follow at `chunk_stride` floats.
+  void merge_partials(const float* first, std::size_t chunk_stride, float* acc) const {
+    const std::size_t stride = p_.dv_pad + 2;
+    for (std::size_t hh = 0; hh < nh_; ++hh) {
+      for (std::size_t i = 0; i < rows_; ++i) {
+        const std::size_t off = (hh * p_.bq + i) * stride;
+        float m = -INFINITY;
+        bool nan = false;
+        for (std::size_t c = 0; c < p_.k_chunks; ++c) {
+          const float mc = first[c * chunk_stride + off];
+          const float lc = first[c * chunk_stride + off + 1];
+          nan = nan || std::isnan(lc) || std::isnan(mc);
+          if (mc > m) m = mc;
+        }
+        float l = 0.0f;
+        std::fill(acc, acc + p_.dv, 0.0f);
+        if (!nan && m != -INFINITY) {
+          for (std::size_t c = 0; c < p_.k_chunks; ++c) {
+            const float* part = first + c * chunk_stride + off;
+            if (part[0] == -INFINITY) continue;
+            float scale = 1.0f;
+            const float dm = part[0] - m;
+            kern_.exp(&dm, &scale, 1);
+            l += scale * part[1];
+            for (std::size_t x = 0; x < p_.dv; ++x)
+              acc[x] += scale * part[2 + x];
+          }
+        }
+        float* out = &call_.out(ti_.b, h0_ + hh, q0_ + i, 0);
+        write_row(out, acc, nan ? NAN : l);
+      }
+    }
+  }
+
+  // Two passes: (1) masked scores into the weights, m and l; (2) exact probabilities into the
+  // weights, and O = P V from them.
+  void run_with_weights() const {
+    const MaskRows mr0(call_.options->mask, d_, ti_.b, h0_);
+    std::size_t begin, end;
+    key_ranges(mr0, &begin, &end);
+    const bool careful_mask = mr0.has_allowed();
+    const TensorView<float>& wv = call_.options->weights;
+    std::fill(w_.m, w_.m + nh_ * p_.bq, -INFINITY);
+    std::fill(w_.l, w_.l + nh_ * p_.bq, 0.0f);
+    std::fill(w_.o, w_.o + nh_ * p_.bq * p_.dv_pad, 0.0f);
+    std::fill(w_.ones, w_.ones + std::max(p_.bq, p_.mr), 1.0f);
+    for (std::size_t hh = 0; hh < nh_; ++hh) {
+      for (std::size_t i = 0; i < rows_; ++i) {
+        float* wrow = &wv(ti_.b, h0_ + hh, q0_ + i, 0);
+        std::fill(wrow, wrow + d_.len_k, 0.0f);
+      }
+    }
+    if (begin < end) pack_q();
+    for (std::size_t k0 = begin; k0 < end; k0 += p_.bk) {  // pass 1
+      const std::size_t cols = std::min(p_.bk, end - k0);
+      const bool cut = tile_is_cut(k0, cols);
+      pack_kv(k0, cols);
+      for (std::size_t hh = 0; hh < nh_; ++hh) {
+        const MaskRows mr(call_.options->mask, d_, ti_.b, h0_ + hh);
+        scores(hh, cols);
+        apply_mask(mr, k0, cols, cut);
+        for (std::size_t i = 0; i < rows_; ++i) {
+          std::memcpy(&wv(ti_.b, h0_ + hh, q0_ + i, k0), w_.s + i * p_.bk, cols * sizeof(float));
+        }
+        kern_.attention_softmax(w_.s, p_.bk, rows_, cols, w_.m + hh * p_.bq, w_.l + hh * p_.bq,
+                                w_.alpha + hh * p_.bq);
+      }
+    }
+    for (std::size_t k0 = begin; k0 < end; k0 += p_.bk) {  // pass 2
+      const std::size_t cols = std::min(p_.bk, end - k0);
+      const bool cut = tile_is_cut(k0, cols);
+      pack_kv(k0, cols);
+      const bool careful = (cut || careful_mask) && !v_finite(cols);
+      for (std::size_t hh = 0; hh < nh_; ++hh) {
+        const MaskRows mr(call_.options->mask, d_, ti_.b, h0_ + hh);
+        for (std::size_t i = 0; i < rows_; ++i) {
+          float* wrow = &wv(ti_.b, h0_ + hh, q0_ + i, k0);
+          float* srow = w_.s + i * p_.bk;
+          const float m = w_.m[hh * p_.bq + i], l = w_.l[hh * p_.bq + i];
+          if (std::isnan(l) || m == -INFINITY || l == 0.0f) {
+            std::fill(srow, srow + cols, 0.0f);  // the row is finished below
+            continue;
+          }
+          kern_.exp_minus_max_sum(wrow, srow, cols, m);
+          kern_.scale(srow, cols, 1.0f / l);
+          std::memcpy(wrow, srow, cols * sizeof(float));
+        }
+        if (careful) {
+          accumulate_skipping_blocked(mr, hh, k0, cols, w_.ones);
+        } else {
+          accumulate(hh, cols, w_.ones);
+        }
+      }
+    }
+    for (std::size_t hh = 0; hh < nh_; ++hh) {
+      for (std::size_t i = 0; i < rows_; ++i) {
+        const float m = w_.m[hh * p_.bq + i], l = w_.l[hh * p_.bq + i];
+        float* out = &call_.out(ti_.b, h0_ + hh, q0_ + i, 0);
+        float* wrow = &wv(ti_.b, h0_ + hh, q0_ + i, 0);
+        if (std::isnan(l)) {
+          std::fill(out, out + p_.dv, NAN);
+          std::fill(wrow, wrow + d_.len_k, NAN);
+        } else if (m == -INFINITY || l == 0.0f) {
+          std::fill(out, out + p_.dv, 0.0f);
+          std::fill(wrow, wrow + d_.len_k, 0.0f);
+        } else {
+          const float* orow = w_.o + (hh * p_.bq + i) * p_.dv_pad;
+          std::copy(orow, orow + p_.dv, out);
+        }
+      }
+    }
+  }
+
+ private:
+  const Kernels& kern_;
+  const Plan& p_;
+  const AttentionCall& call_;
+  const AttentionDims& d_;
+  const Work& w_;
+  TaskIndex ti_;
+  std::size_t h0_ = 0, nh_ = 0, q0_ = 0, rows_ = 0, rows_pad_ = 0, kc0_ = 0, kc1_ = 0;
+};
+
+}  // namespace
+
+std::size_t attention_scratch_bytes(const Kernels& kern, int threads, const AttentionCall& call) {
+  const Plan p = make_plan(kern, call);
+  return p.partial_bytes + static_cast<std::size_t>(threads) * p.per_thread_bytes;
+}
+
+void attention_run(const Kernels& kern, int threads, const AttentionCall& call, void* scratch) {
+  const AttentionDims& d = call.dims;
+  if (d.batch == 0 || d.heads_q == 0 || d.len_q == 0) return;
+  const Plan p = make_plan(kern, call);
+  float* partials = static_cast<float*>(scratch);
+  char* thread_base = static_cast<char*>(scratch) + p.partial_bytes;
+  const std::size_t partial_floats = p.heads_per_task * p.bq * (p.dv_pad + 2);
+  run_parallel(threads, [&](int t, int nt) {
+    const Work w = carve_work(p, thread_base + static_cast<std::size_t>(t) * p.per_thread_bytes);
+    std::size_t begin, end;
+    static_range(p.tasks, t, nt, &begin, &end);
+    for (std::size_t task = begin; task < end; ++task) {
+      const Task job(kern, p, call, w, task_index(p, d.heads_kv, task));
+      if (p.weights) {
+        job.run_with_weights();
+      } else {
+        job.run_fused(p.k_chunks > 1 ? partials + task * partial_floats : nullptr);
+      }
+    }
+    if (p.k_chunks == 1) return;
+    barrier(nt);
+    const std::size_t merges = p.tasks / p.k_chunks;
+    static_range(merges, t, nt, &begin, &end);
+    for (std::size_t mi = begin; mi < end; ++mi) {
+      const Task job(kern, p, call, w, task_index(p, d.heads_kv, mi * p.k_chunks));
+      job.merge_partials(partials + mi * p.k_chunks * partial_floats, partial_floats, w.o);
+    }
+  });
+}
+
+}  // namespace attn::detail

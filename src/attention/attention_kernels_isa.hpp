@@ -1,0 +1,21 @@
+// The fused-attention kernels each SIMD ISA provides (attention/attention_kernels_<isa>.cpp).
+#pragma once
+
+#include <cstddef>
+
+#define ATTN_DECLARE_ATTENTION_KERNELS(isa, pv)                                               \
+  namespace isa {                                                                             \
+  void pv(std::size_t k, const float* p, const float* b, float* c, std::size_t ldc,           \
+          const float* row_scale);                                                            \
+  void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols, float* m, \
+                      float* l, float* alpha);                                                \
+  }
+
+namespace attn::detail {
+ATTN_DECLARE_ATTENTION_KERNELS(sse2, pv_kernel_6x8_bk64)
+ATTN_DECLARE_ATTENTION_KERNELS(avx2, pv_kernel_6x16_bk128)
+ATTN_DECLARE_ATTENTION_KERNELS(avx512, pv_kernel_14x32_bk128)
+ATTN_DECLARE_ATTENTION_KERNELS(neon, pv_kernel_8x12_bk96)
+}  // namespace attn::detail
+
+#undef ATTN_DECLARE_ATTENTION_KERNELS

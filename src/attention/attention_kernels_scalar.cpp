@@ -1,0 +1,56 @@
+// Isa::scalar fused-attention kernels in portable C++.
+#include "attention/attention_kernels_scalar.hpp"
+
+#include <cmath>
+
+#include "vmath/vmath_scalar.hpp"
+
+namespace attn::detail::scalar {
+
+void pv_kernel_4x4_bk64(std::size_t k, const float* p, const float* b, float* c, std::size_t ldc,
+                        const float* row_scale) {
+  constexpr std::size_t kLda = 64;
+  float acc[4][4] = {};
+  for (std::size_t q = 0; q < k; ++q) {
+    for (int i = 0; i < 4; ++i) {
+      const float pi = p[i * kLda + q];
+      for (int j = 0; j < 4; ++j)
+        acc[i][j] += pi * b[q * 4 + j];
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    float* row = c + static_cast<std::size_t>(i) * ldc;
+    for (int j = 0; j < 4; ++j)
+      row[j] = acc[i][j] + row_scale[i] * row[j];
+  }
+}
+
+void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols, float* m,
+                    float* l, float* alpha) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    float* row = s + i * ld;
+    const float row_max = cols ? reduce_max(row, cols) : -INFINITY;
+    const float m_new = row_max > m[i] ? row_max : m[i];
+    if (m_new == -INFINITY) {
+      bool nan = false;
+      for (std::size_t t = 0; t < cols; ++t) {
+        nan = nan || std::isnan(row[t]);
+        row[t] = 0.0f;
+      }
+      alpha[i] = 1.0f;
+      if (nan) l[i] = NAN;
+      continue;
+    }
+    float a = 0.0f;
+    if (m[i] != -INFINITY) {
+      const float d = m[i] - m_new;
+      exp(&d, &a, 1);
+    }
+    const double sum = exp_minus_max_sum(row, row, cols, m_new);
+    alpha[i] = a;
+    l[i] = a * l[i] + static_cast<float>(sum);
+    m[i] = m_new;
+  }
+}
+
+}  // namespace attn::detail::scalar
