@@ -2,9 +2,12 @@
 // matrix is never materialised (ref: Milakov & Gimelshein 2018, "Online normalizer calculation
 // for softmax"; Dao et al. 2022, "FlashAttention"). fp32 throughout.
 //
-// A task is (batch, KV head, chunk of the query heads sharing it, query tile[, key chunk]). For
-// each key tile it packs K and V once and reuses them for every query row of the tile and every
-// query head of the chunk (grouped-query attention). Per head and key tile:
+// K of each (batch, KV head) is packed once, transposed into the GEMM's panel layout, and shared
+// by every task that reads it (V is read in place when its rows hold whole panels, else packed
+// too); packing runs in parallel, a batch of (batch, KV head) groups at a time within a memory
+// budget. A task is (batch, KV head, chunk of the query heads sharing it, query tile[, key
+// chunk]); it reuses each K and V tile for every query row of its tile and every query head of
+// its chunk (grouped-query attention). Per head and key tile:
 //   S = scale * Q K^T               (the GEMM micro-kernel, Q and K packed)
 //   mask S on the tile (only tiles the structural mask cuts; skipped tiles are never read)
 //   online softmax: S <- e^(S - m), alpha = e^(m_old - m), l <- alpha l + sum S
@@ -35,6 +38,8 @@ std::size_t div_up(std::size_t x, std::size_t m) {
 
 // Scratch for the output accumulators of one task's heads.
 constexpr std::size_t kHeadStateBudget = 256 * 1024;
+// Packed K (and V) of the (batch, KV head) groups processed between two barriers.
+constexpr std::size_t kPackBudget = 32 * 1024 * 1024;
 // Split the keys of long rows when there are fewer tasks than this, in chunks of about this many.
 constexpr std::size_t kSplitMinTasks = 8;
 constexpr std::size_t kSplitMinKeys = 2048;
@@ -46,11 +51,15 @@ struct Plan {
   std::size_t dk, dv, dv_pad;
   std::size_t group, heads_per_task, head_chunks, q_tiles;
   std::size_t k_chunks, k_chunk_len;
-  std::size_t tasks;  // batch * heads_kv * head_chunks * q_tiles * k_chunks
+  std::size_t tasks_per_group;  // head_chunks * q_tiles * k_chunks
   bool weights;
+  // Shared packs: K^T panels of every group in a batch, and V rows when V is not read in place.
+  bool pack_v;
+  std::size_t k_pack_floats, v_pack_floats;  // per group
+  std::size_t groups, groups_per_batch;
   // floats per thread
-  std::size_t q_floats, k_floats, v_floats, s_floats, o_floats, row_floats;
-  std::size_t per_thread_bytes, partial_bytes;
+  std::size_t q_floats, s_floats, o_floats, row_floats;
+  std::size_t per_thread_bytes, partial_bytes, pack_bytes;
 };
 
 Plan make_plan(const Kernels& kern, const AttentionCall& call) {
@@ -77,23 +86,30 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
     p.k_chunk_len = round_up(div_up(d.len_k, p.k_chunks), p.bk);
     p.k_chunks = div_up(d.len_k, p.k_chunk_len);
   }
-  p.tasks = base_tasks * p.k_chunks;
+  p.tasks_per_group = p.head_chunks * p.q_tiles * p.k_chunks;
+  p.groups = d.batch * d.heads_kv;
+  // V is read in place when each of its rows holds whole NR-wide panels.
+  p.pack_v = d.dim_v % p.nr != 0 || call.v.strides[2] <= 0;
+  const std::size_t lk_pad = round_up(std::max<std::size_t>(d.len_k, 1), p.nr);
+  p.k_pack_floats = round_up(lk_pad * std::max<std::size_t>(p.dk, 1), 16);
+  p.v_pack_floats = p.pack_v ? round_up(lk_pad * p.dv_pad, 16) : 0;
+  const std::size_t group_bytes = (p.k_pack_floats + p.v_pack_floats) * sizeof(float);
+  p.groups_per_batch = std::max<std::size_t>(1, std::min(p.groups, kPackBudget / group_bytes));
+  p.pack_bytes = p.groups_per_batch * group_bytes;
   const std::size_t hpt = p.heads_per_task;
   p.q_floats = hpt * p.bq * std::max<std::size_t>(p.dk, 1);
-  p.k_floats = p.bk * std::max<std::size_t>(p.dk, 1);
-  p.v_floats = p.bk * std::max<std::size_t>(p.dv_pad, 1);
   p.s_floats = p.bq * p.bk;
   p.o_floats = hpt * p.bq * std::max<std::size_t>(p.dv_pad, 1);
   p.row_floats = hpt * p.bq;
   p.per_thread_bytes =
-      ScratchCarver::rounded(p.q_floats * 4) + ScratchCarver::rounded(p.k_floats * 4) +
-      ScratchCarver::rounded(p.v_floats * 4) + ScratchCarver::rounded(p.s_floats * 4) +
+      ScratchCarver::rounded(p.q_floats * 4) + ScratchCarver::rounded(p.s_floats * 4) +
       ScratchCarver::rounded(p.o_floats * 4) + 3 * ScratchCarver::rounded(p.row_floats * 4) +
       2 * ScratchCarver::rounded(p.bq * sizeof(std::size_t)) +
       ScratchCarver::rounded(std::max(p.bq, p.mr) * 4);
-  // Decoding split: (m, l, O) per task, head and row.
-  p.partial_bytes =
-      p.k_chunks > 1 ? ScratchCarver::rounded(p.tasks * hpt * p.bq * (p.dv_pad + 2) * 4) : 0;
+  // Decoding split: (m, l, O) per task, head and row, for one batch of groups.
+  p.partial_bytes = p.k_chunks > 1 ? ScratchCarver::rounded(p.groups_per_batch * p.tasks_per_group *
+                                                            hpt * p.bq * (p.dv_pad + 2) * 4)
+                                   : 0;
   return p;
 }
 
@@ -101,24 +117,28 @@ struct TaskIndex {
   std::size_t b, kvh, head_chunk, q_tile, k_chunk;
 };
 
-TaskIndex task_index(const Plan& p, std::size_t heads_kv, std::size_t t) {
+TaskIndex task_index(const Plan& p, std::size_t heads_kv, std::size_t group, std::size_t t) {
   TaskIndex ti;
   ti.k_chunk = t % p.k_chunks;
   t /= p.k_chunks;
   ti.q_tile = t % p.q_tiles;
   t /= p.q_tiles;
-  ti.head_chunk = t % p.head_chunks;
-  t /= p.head_chunks;
-  ti.kvh = t % heads_kv;
-  ti.b = t / heads_kv;
+  ti.head_chunk = t;
+  ti.kvh = group % heads_kv;
+  ti.b = group / heads_kv;
   return ti;
 }
+
+// The packed K^T panels and V rows of one (batch, KV head) group.
+struct GroupPack {
+  const float* k;  // [Lk/NR panels][dk][NR]
+  const float* v;  // V rows: row j at v + j * ldv, NR-wide panels at column offsets jp * NR
+  std::size_t ldv;
+};
 
 // Per-thread buffers.
 struct Work {
   float* q;         // heads x [bq/MR panels][dk][MR]
-  float* k;         // [bk/NR panels][dk][NR]
-  float* v;         // [dv_pad/NR panels][bk][NR]
   float* s;         // [bq][bk]
   float* o;         // heads x [bq][dv_pad]
   float* m;         // heads x bq
@@ -133,8 +153,6 @@ Work carve_work(const Plan& p, void* base) {
   ScratchCarver c(base);
   Work w;
   w.q = c.take<float>(p.q_floats);
-  w.k = c.take<float>(p.k_floats);
-  w.v = c.take<float>(p.v_floats);
   w.s = c.take<float>(p.s_floats);
   w.o = c.take<float>(p.o_floats);
   w.m = c.take<float>(p.row_floats);
@@ -146,11 +164,44 @@ Work carve_work(const Plan& p, void* base) {
   return w;
 }
 
+// Packs K^T panels [panel_begin, panel_end) of group (b, kvh) into `k_pack`.
+void pack_k_panels(const Kernels& kern, const Plan& p, const AttentionCall& call, std::size_t b,
+                   std::size_t kvh, std::size_t panel_begin, std::size_t panel_end, float* k_pack) {
+  const std::size_t nr = p.nr, dk = p.dk, lk = call.dims.len_k;
+  const std::ptrdiff_t ldk = call.k.strides[2];
+  for (std::size_t jp = panel_begin; jp < panel_end; ++jp) {
+    const std::size_t keys = std::min(nr, lk - jp * nr);
+    float* dst = k_pack + jp * nr * dk;
+    if (ldk > 0) {
+      kern.attention_pack_kt(&call.k(b, kvh, jp * nr, 0), static_cast<std::size_t>(ldk), keys, dk,
+                             dst);
+      continue;
+    }
+    for (std::size_t x = 0; x < dk; ++x) {  // zero or negative key stride: element by element
+      for (std::size_t j = 0; j < nr; ++j) {
+        dst[x * nr + j] = j < keys ? call.k(b, kvh, jp * nr + j, x) : 0.0f;
+      }
+    }
+  }
+}
+
+// Copies V rows [row_begin, row_end) of group (b, kvh) into `v_pack` (row stride dv_pad,
+// zero-padded columns).
+void pack_v_rows(const Plan& p, const AttentionCall& call, std::size_t b, std::size_t kvh,
+                 std::size_t row_begin, std::size_t row_end, float* v_pack) {
+  for (std::size_t j = row_begin; j < row_end; ++j) {
+    float* dst = v_pack + j * p.dv_pad;
+    for (std::size_t x = 0; x < p.dv; ++x)
+      dst[x] = call.v(b, kvh, j, x);
+    std::fill(dst + p.dv, dst + p.dv_pad, 0.0f);
+  }
+}
+
 class Task {
  public:
   Task(const Kernels& kern, const Plan& plan, const AttentionCall& call, const Work& w,
-       const TaskIndex& ti)
-      : kern_(kern), p_(plan), call_(call), d_(call.dims), w_(w), ti_(ti) {
+       const TaskIndex& ti, const GroupPack& pack)
+      : kern_(kern), p_(plan), call_(call), d_(call.dims), w_(w), ti_(ti), pack_(pack) {
     h0_ = ti.kvh * p_.group + ti.head_chunk * p_.heads_per_task;
     nh_ = std::min(p_.heads_per_task, p_.group - ti.head_chunk * p_.heads_per_task);
     q0_ = ti.q_tile * p_.bq;
@@ -198,54 +249,27 @@ class Task {
     }
   }
 
-  // Packs keys [k0, k0 + cols) of K and V.
-  void pack_kv(std::size_t k0, std::size_t cols) const {
-    const std::size_t nr = p_.nr, dk = p_.dk, dv = p_.dv;
-    const std::size_t panels = div_up(cols, nr);
-    for (std::size_t jp = 0; jp < panels; ++jp) {
-      float* dst = w_.k + jp * nr * dk;
-      const std::size_t keys = std::min(nr, cols - jp * nr);
-      if (keys < nr) std::memset(dst, 0, nr * dk * sizeof(float));
-      for (std::size_t j = 0; j < keys; ++j) {
-        const float* src = &call_.k(ti_.b, ti_.kvh, k0 + jp * nr + j, 0);
-        for (std::size_t x = 0; x < dk; ++x)
-          dst[x * nr + j] = src[x];
-      }
-    }
-    for (std::size_t jp = 0; jp < p_.dv_pad / nr; ++jp) {
-      float* dst = w_.v + jp * p_.bk * nr;
-      const std::size_t c0 = jp * nr;
-      const std::size_t width = std::min(nr, dv - c0);
-      for (std::size_t key = 0; key < cols; ++key) {
-        const float* src = &call_.v(ti_.b, ti_.kvh, k0 + key, c0);
-        float* row = dst + key * nr;
-        std::memcpy(row, src, width * sizeof(float));
-        if (width < nr) std::memset(row + width, 0, (nr - width) * sizeof(float));
-      }
-    }
-  }
-
-  // True if the packed V tile (cols keys) holds only finite values.
-  bool v_finite(std::size_t cols) const {
-    const float* v = w_.v;
-    const std::size_t n = p_.dv_pad * p_.bk;
+  // True if V rows [k0, k0 + cols) hold only finite values.
+  bool v_finite(std::size_t k0, std::size_t cols) const {
     float check = 0.0f;  // 0 * x is 0 for finite x, NaN for NaN and inf
-    for (std::size_t i = 0; i < n; i += p_.bk * p_.nr) {
-      for (std::size_t j = 0; j < cols * p_.nr; ++j)
-        check = check + 0.0f * v[i + j];
+    for (std::size_t j = 0; j < cols; ++j) {
+      const float* row = pack_.v + (k0 + j) * pack_.ldv;
+      for (std::size_t x = 0; x < p_.dv; ++x)
+        check = check + 0.0f * row[x];
     }
     return check == 0.0f;
   }
 
   // S = scale * Q_h K^T for the tile (rows_pad x cols, row stride bk).
-  void scores(std::size_t hh, std::size_t cols) const {
+  void scores(std::size_t hh, std::size_t k0, std::size_t cols) const {
     const std::size_t mr = p_.mr, nr = p_.nr, dk = p_.dk;
+    const float* k_tile = pack_.k + k0 * dk;  // k0 is a multiple of NR
     const float* q = w_.q + hh * p_.bq * dk;
     const std::size_t panels = div_up(cols, nr);
     for (std::size_t ib = 0; ib < rows_pad_; ib += mr) {
       for (std::size_t jp = 0; jp < panels; ++jp) {
-        kern_.gemm_ukernel(dk, q + ib * dk, w_.k + jp * nr * dk, w_.s + ib * p_.bk + jp * nr, p_.bk,
-                           d_.scale, 0.0f);
+        kern_.gemm_ukernel(dk, q + ib * dk, k_tile + jp * nr * dk, w_.s + ib * p_.bk + jp * nr,
+                           p_.bk, d_.scale, 0.0f);
       }
     }
   }
@@ -282,12 +306,13 @@ class Task {
   }
 
   // O_h <- P V + row_scale * O_h.
-  void accumulate(std::size_t hh, std::size_t cols, const float* row_scale) const {
+  void accumulate(std::size_t hh, std::size_t k0, std::size_t cols, const float* row_scale) const {
     const std::size_t mr = p_.mr, nr = p_.nr;
     float* o = w_.o + hh * p_.bq * p_.dv_pad;
+    const float* v_tile = pack_.v + k0 * pack_.ldv;
     for (std::size_t ib = 0; ib < rows_pad_; ib += mr) {
       for (std::size_t jp = 0; jp < p_.dv_pad / nr; ++jp) {
-        kern_.attention_pv(cols, w_.s + ib * p_.bk, w_.v + jp * p_.bk * nr,
+        kern_.attention_pv(cols, w_.s + ib * p_.bk, v_tile + jp * nr, pack_.ldv,
                            o + ib * p_.dv_pad + jp * nr, p_.dv_pad, row_scale + ib);
       }
     }
@@ -305,7 +330,7 @@ class Task {
       for (std::size_t j = 0; j < cols; ++j) {
         if (blocked(mr, i, k0 + j)) continue;
         const float pij = w_.s[i * p_.bk + j];
-        const float* vrow = &call_.v(ti_.b, ti_.kvh, k0 + j, 0);
+        const float* vrow = pack_.v + (k0 + j) * pack_.ldv;
         for (std::size_t x = 0; x < p_.dv; ++x)
           orow[x] += pij * vrow[x];
       }
@@ -325,14 +350,13 @@ class Task {
     std::fill(w_.l, w_.l + nh_ * p_.bq, 0.0f);
     std::fill(w_.alpha, w_.alpha + nh_ * p_.bq, 0.0f);
     if (begin < end) pack_q();
-    for (std::size_t k0 = begin; k0 < end; k0 += p_.bk) {
+    for (std::size_t k0 = first_tile(begin); k0 < end; k0 += p_.bk) {
       const std::size_t cols = std::min(p_.bk, end - k0);
       const bool cut = tile_is_cut(k0, cols);
-      pack_kv(k0, cols);
-      const bool careful = (cut || careful_mask) && !v_finite(cols);
+      const bool careful = (cut || careful_mask) && !v_finite(k0, cols);
       for (std::size_t hh = 0; hh < nh_; ++hh) {
         const MaskRows mr(call_.options->mask, d_, ti_.b, h0_ + hh);
-        scores(hh, cols);
+        scores(hh, k0, cols);
         apply_mask(mr, k0, cols, cut);
         float* m = w_.m + hh * p_.bq;
         float* l = w_.l + hh * p_.bq;
@@ -341,7 +365,7 @@ class Task {
         if (careful) {
           accumulate_skipping_blocked(mr, hh, k0, cols, alpha);
         } else {
-          accumulate(hh, cols, alpha);
+          accumulate(hh, k0, cols, alpha);
         }
       }
     }
@@ -351,6 +375,9 @@ class Task {
       finish_fused();
     }
   }
+
+  // Key tiles start on K^T panel boundaries; keys below `begin` in the first tile are masked.
+  std::size_t first_tile(std::size_t begin) const { return begin / p_.nr * p_.nr; }
 
   bool tile_is_cut(std::size_t k0, std::size_t cols) const {
     for (std::size_t i = 0; i < rows_; ++i) {
@@ -449,13 +476,12 @@ class Task {
       }
     }
     if (begin < end) pack_q();
-    for (std::size_t k0 = begin; k0 < end; k0 += p_.bk) {  // pass 1
+    for (std::size_t k0 = first_tile(begin); k0 < end; k0 += p_.bk) {  // pass 1
       const std::size_t cols = std::min(p_.bk, end - k0);
       const bool cut = tile_is_cut(k0, cols);
-      pack_kv(k0, cols);
       for (std::size_t hh = 0; hh < nh_; ++hh) {
         const MaskRows mr(call_.options->mask, d_, ti_.b, h0_ + hh);
-        scores(hh, cols);
+        scores(hh, k0, cols);
         apply_mask(mr, k0, cols, cut);
         for (std::size_t i = 0; i < rows_; ++i) {
           std::memcpy(&wv(ti_.b, h0_ + hh, q0_ + i, k0), w_.s + i * p_.bk, cols * sizeof(float));
@@ -464,11 +490,10 @@ class Task {
                                 w_.alpha + hh * p_.bq);
       }
     }
-    for (std::size_t k0 = begin; k0 < end; k0 += p_.bk) {  // pass 2
+    for (std::size_t k0 = first_tile(begin); k0 < end; k0 += p_.bk) {  // pass 2
       const std::size_t cols = std::min(p_.bk, end - k0);
       const bool cut = tile_is_cut(k0, cols);
-      pack_kv(k0, cols);
-      const bool careful = (cut || careful_mask) && !v_finite(cols);
+      const bool careful = (cut || careful_mask) && !v_finite(k0, cols);
       for (std::size_t hh = 0; hh < nh_; ++hh) {
         const MaskRows mr(call_.options->mask, d_, ti_.b, h0_ + hh);
         for (std::size_t i = 0; i < rows_; ++i) {
@@ -486,7 +511,7 @@ class Task {
         if (careful) {
           accumulate_skipping_blocked(mr, hh, k0, cols, w_.ones);
         } else {
-          accumulate(hh, cols, w_.ones);
+          accumulate(hh, k0, cols, w_.ones);
         }
       }
     }
@@ -516,6 +541,7 @@ class Task {
   const AttentionDims& d_;
   const Work& w_;
   TaskIndex ti_;
+  GroupPack pack_;
   std::size_t h0_ = 0, nh_ = 0, q0_ = 0, rows_ = 0, rows_pad_ = 0, kc0_ = 0, kc1_ = 0;
 };
 
@@ -523,35 +549,75 @@ class Task {
 
 std::size_t attention_scratch_bytes(const Kernels& kern, int threads, const AttentionCall& call) {
   const Plan p = make_plan(kern, call);
-  return p.partial_bytes + static_cast<std::size_t>(threads) * p.per_thread_bytes;
+  return p.pack_bytes + p.partial_bytes + static_cast<std::size_t>(threads) * p.per_thread_bytes;
 }
 
 void attention_run(const Kernels& kern, int threads, const AttentionCall& call, void* scratch) {
   const AttentionDims& d = call.dims;
   if (d.batch == 0 || d.heads_q == 0 || d.len_q == 0) return;
   const Plan p = make_plan(kern, call);
-  float* partials = static_cast<float*>(scratch);
-  char* thread_base = static_cast<char*>(scratch) + p.partial_bytes;
+  float* packs = static_cast<float*>(scratch);
+  float* partials = reinterpret_cast<float*>(static_cast<char*>(scratch) + p.pack_bytes);
+  char* thread_base = static_cast<char*>(scratch) + p.pack_bytes + p.partial_bytes;
+  const std::size_t group_floats = p.k_pack_floats + p.v_pack_floats;
   const std::size_t partial_floats = p.heads_per_task * p.bq * (p.dv_pad + 2);
+  const std::size_t k_panels = div_up(d.len_k, p.nr);
+  const std::size_t pack_items = k_panels + (p.pack_v ? d.len_k : 0);
+  auto group_pack = [&](std::size_t g, std::size_t g0) {
+    const float* base = packs + (g - g0) * group_floats;
+    if (p.pack_v) return GroupPack{base, base + p.k_pack_floats, p.dv_pad};
+    const std::size_t b = g / d.heads_kv, kvh = g % d.heads_kv;
+    return GroupPack{base, d.len_k ? &call.v(b, kvh, 0, 0) : nullptr,
+                     static_cast<std::size_t>(call.v.strides[2])};
+  };
   run_parallel(threads, [&](int t, int nt) {
     const Work w = carve_work(p, thread_base + static_cast<std::size_t>(t) * p.per_thread_bytes);
-    std::size_t begin, end;
-    static_range(p.tasks, t, nt, &begin, &end);
-    for (std::size_t task = begin; task < end; ++task) {
-      const Task job(kern, p, call, w, task_index(p, d.heads_kv, task));
-      if (p.weights) {
-        job.run_with_weights();
-      } else {
-        job.run_fused(p.k_chunks > 1 ? partials + task * partial_floats : nullptr);
+    for (std::size_t g0 = 0; g0 < p.groups; g0 += p.groups_per_batch) {
+      const std::size_t ng = std::min(p.groups_per_batch, p.groups - g0);
+      // 1. Pack K^T (and V) of the batch's groups: items are K panels, then V rows.
+      std::size_t begin, end;
+      static_range(ng * pack_items, t, nt, &begin, &end);
+      for (std::size_t item = begin; item < end;) {
+        const std::size_t gi = item / pack_items, r = item % pack_items;
+        const std::size_t stop = std::min(end, (gi + 1) * pack_items) - gi * pack_items;
+        const std::size_t g = g0 + gi, b = g / d.heads_kv, kvh = g % d.heads_kv;
+        float* base = packs + gi * group_floats;
+        if (r < k_panels) {
+          pack_k_panels(kern, p, call, b, kvh, r, std::min(stop, k_panels), base);
+        }
+        if (stop > k_panels) {
+          pack_v_rows(p, call, b, kvh, std::max(r, k_panels) - k_panels, stop - k_panels,
+                      base + p.k_pack_floats);
+        }
+        item = gi * pack_items + stop;
       }
-    }
-    if (p.k_chunks == 1) return;
-    barrier(nt);
-    const std::size_t merges = p.tasks / p.k_chunks;
-    static_range(merges, t, nt, &begin, &end);
-    for (std::size_t mi = begin; mi < end; ++mi) {
-      const Task job(kern, p, call, w, task_index(p, d.heads_kv, mi * p.k_chunks));
-      job.merge_partials(partials + mi * p.k_chunks * partial_floats, partial_floats, w.o);
+      barrier(nt);
+      // 2. The tasks of the batch's groups.
+      const std::size_t tasks = ng * p.tasks_per_group;
+      static_range(tasks, t, nt, &begin, &end);
+      for (std::size_t task = begin; task < end; ++task) {
+        const std::size_t g = g0 + task / p.tasks_per_group;
+        const Task job(kern, p, call, w, task_index(p, d.heads_kv, g, task % p.tasks_per_group),
+                       group_pack(g, g0));
+        if (p.weights) {
+          job.run_with_weights();
+        } else {
+          job.run_fused(p.k_chunks > 1 ? partials + task * partial_floats : nullptr);
+        }
+      }
+      if (p.k_chunks > 1) {
+        barrier(nt);
+        const std::size_t merges = tasks / p.k_chunks;
+        static_range(merges, t, nt, &begin, &end);
+        for (std::size_t mi = begin; mi < end; ++mi) {
+          const std::size_t task = mi * p.k_chunks;
+          const std::size_t g = g0 + task / p.tasks_per_group;
+          const Task job(kern, p, call, w, task_index(p, d.heads_kv, g, task % p.tasks_per_group),
+                         group_pack(g, g0));
+          job.merge_partials(partials + task * partial_floats, partial_floats, w.o);
+        }
+      }
+      barrier(nt);  // the next batch overwrites the packs (and partials)
     }
   });
 }

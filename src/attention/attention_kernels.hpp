@@ -16,8 +16,8 @@ namespace ATTN_ISA_NS {
 template <int MR, int NV, int LDA>
 struct pv_kernel {
   template <class A>
-  void operator()(A, std::size_t k, const float* p, const float* b, float* c, std::size_t ldc,
-                  const float* row_scale) const;
+  void operator()(A, std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,
+                  std::size_t ldc, const float* row_scale) const;
 };
 
 struct online_softmax_kernel {
@@ -26,13 +26,31 @@ struct online_softmax_kernel {
                   float* l, float* alpha) const;
 };
 
+// K^T into an NR-wide panel (PackKtKernel), one lanes x lanes transpose at a time.
+template <int NR>
+struct pack_kt_kernel {
+  template <class A>
+  void operator()(A, const float* k, std::size_t ldk, std::size_t keys, std::size_t dk,
+                  float* dst) const {
+    constexpr std::size_t L = lanes<A>;
+    static_assert(NR % L == 0, "panel width");
+    for (std::size_t g = 0; g * L < static_cast<std::size_t>(NR); ++g) {
+      const std::size_t rows = keys > g * L ? (keys - g * L < L ? keys - g * L : L) : 0;
+      for (std::size_t d0 = 0; d0 < dk; d0 += L) {
+        const std::size_t cols = dk - d0 < L ? dk - d0 : L;
+        transpose_block<A>(k + g * L * ldk + d0, ldk, rows, cols, dst + d0 * NR + g * L, NR);
+      }
+    }
+  }
+};
+
 template <int MR, int NV, int LDA>
 template <class A>
-void pv_kernel<MR, NV, LDA>::operator()(A, std::size_t k, const float* p, const float* b, float* c,
-                                        std::size_t ldc, const float* row_scale) const {
+void pv_kernel<MR, NV, LDA>::operator()(A, std::size_t k, const float* p, const float* b,
+                                        std::size_t ldb, float* c, std::size_t ldc,
+                                        const float* row_scale) const {
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
-  constexpr std::size_t NR = NV * L;
   V acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
@@ -53,7 +71,7 @@ void pv_kernel<MR, NV, LDA>::operator()(A, std::size_t k, const float* p, const 
         acc[i][j] = fmadd<A>(pi, bv[j], acc[i][j]);
     }
     p += 1;
-    b += NR;
+    b += ldb;
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {

@@ -3,12 +3,13 @@
 
 #include <cstddef>
 
-#define ATTN_DECLARE_ATTENTION_KERNELS(isa, pv)                                               \
-  namespace isa {                                                                             \
-  void pv(std::size_t k, const float* p, const float* b, float* c, std::size_t ldc,           \
-          const float* row_scale);                                                            \
-  void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols, float* m, \
-                      float* l, float* alpha);                                                \
+#define ATTN_DECLARE_ATTENTION_KERNELS(isa, pv)                                                \
+  namespace isa {                                                                              \
+  void pv(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,            \
+          std::size_t ldc, const float* row_scale);                                            \
+  void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols, float* m,  \
+                      float* l, float* alpha);                                                 \
+  void pack_kt(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk, float* dst); \
   }
 
 namespace attn::detail {

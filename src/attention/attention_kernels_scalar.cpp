@@ -7,15 +7,15 @@
 
 namespace attn::detail::scalar {
 
-void pv_kernel_4x4_bk64(std::size_t k, const float* p, const float* b, float* c, std::size_t ldc,
-                        const float* row_scale) {
+void pv_kernel_4x4_bk64(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,
+                        std::size_t ldc, const float* row_scale) {
   constexpr std::size_t kLda = 64;
   float acc[4][4] = {};
   for (std::size_t q = 0; q < k; ++q) {
     for (int i = 0; i < 4; ++i) {
       const float pi = p[i * kLda + q];
       for (int j = 0; j < 4; ++j)
-        acc[i][j] += pi * b[q * 4 + j];
+        acc[i][j] += pi * b[q * ldb + j];
     }
   }
   for (int i = 0; i < 4; ++i) {
@@ -50,6 +50,13 @@ void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols
     alpha[i] = a;
     l[i] = a * l[i] + static_cast<float>(sum);
     m[i] = m_new;
+  }
+}
+
+void pack_kt_4(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk, float* dst) {
+  for (std::size_t x = 0; x < dk; ++x) {
+    for (std::size_t j = 0; j < 4; ++j)
+      dst[x * 4 + j] = j < keys ? k[j * ldk + x] : 0.0f;
   }
 }
 

@@ -6,9 +6,11 @@
 namespace attn::detail::scalar {
 
 // MR = 4, NR = 4, P row stride 64.
-void pv_kernel_4x4_bk64(std::size_t k, const float* p, const float* b, float* c, std::size_t ldc,
-                        const float* row_scale);
+void pv_kernel_4x4_bk64(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,
+                        std::size_t ldc, const float* row_scale);
 void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols, float* m,
                     float* l, float* alpha);
+// NR = 4.
+void pack_kt_4(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk, float* dst);
 
 }  // namespace attn::detail::scalar

@@ -32,10 +32,11 @@ struct AttentionTiling {
 };
 
 // The P*V micro-kernel of the fused attention: for the MR x NR tile of C (row stride ldc),
-// C[i, :] = sum_p P[i, p] * B[p, :] + row_scale[i] * C[i, :], where P is row-major with row stride
-// AttentionTiling::bk (a compile-time constant of the kernel) and B is packed NR-wide per p as
-// for GemmUkernel. C is always read (it must hold finite values or zeros).
-using PvUkernel = void (*)(std::size_t k, const float* p, const float* b, float* c,
+// C[i, :] = sum_p P[i, p] * B[p, 0:NR] + row_scale[i] * C[i, :], where P is row-major with row
+// stride AttentionTiling::bk (a compile-time constant of the kernel) and row p of B starts at
+// b + p * ldb (V itself when its rows hold whole NR-wide panels, else a packed copy). C is always
+// read (it must hold finite values or zeros).
+using PvUkernel = void (*)(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,
                            std::size_t ldc, const float* row_scale);
 
 // One step of the online softmax (Milakov & Gimelshein 2018) over a tile of scores: for each of
@@ -46,6 +47,11 @@ using PvUkernel = void (*)(std::size_t k, const float* p, const float* b, float*
 // becomes NaN if the row held a NaN. Entries past `cols` are not touched.
 using SoftmaxTileKernel = void (*)(float* s, std::size_t ld, std::size_t rows, std::size_t cols,
                                    float* m, float* l, float* alpha);
+
+// Packs `keys` <= NR rows of K (row stride ldk, dk columns) transposed into an NR-wide GEMM
+// B panel: dst[x * NR + j] = k[j * ldk + x], with zeros for j >= keys.
+using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk,
+                              float* dst);
 
 struct Kernels {
   Isa isa;
@@ -68,6 +74,7 @@ struct Kernels {
   AttentionTiling attention_tiling;
   PvUkernel attention_pv;
   SoftmaxTileKernel attention_softmax;
+  PackKtKernel attention_pack_kt;
 };
 
 // The table of an ISA compiled into this build, or nullptr. Does not check the CPU.

@@ -24,6 +24,7 @@ const Kernels kScalarKernels = {
     AttentionTiling{32, 64},
     &scalar::pv_kernel_4x4_bk64,
     &scalar::online_softmax,
+    &scalar::pack_kt_4,
 };
 
 }  // namespace attn::detail

@@ -175,3 +175,69 @@ struct DoubleSum {
 
 }  // namespace ATTN_ISA_NS
 }  // namespace attn::detail
+
+namespace attn::detail {
+namespace ATTN_ISA_NS {
+
+// Transposes a lanes x lanes block: row r of the input (r < rows, the rest zero) is read from
+// src + r * ld (its first `cols` <= lanes floats), and column c of the block (c < cols) is stored
+// at dst + c * ldd. Used to pack K^T for the attention GEMM.
+template <class A>
+inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, std::size_t cols,
+                            float* dst, std::size_t ldd) {
+  constexpr std::size_t L = lanes<A>;
+  vfloat<A> r[L];
+  for (std::size_t i = 0; i < L; ++i) {
+    r[i] = i < rows ? (cols == L ? vfloat<A>::load_unaligned(src + i * ld)
+                                 : load_partial<A>(src + i * ld, cols, 0.0f))
+                    : vfloat<A>(0.0f);
+  }
+#if defined(__AVX512F__)
+  __m512 t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    u[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    u[i + 1] =
+        _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    u[i + 2] = _mm512_castpd_ps(
+        _mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    u[i + 3] = _mm512_castpd_ps(
+        _mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+  }
+  // u[4g + k] holds column k (of the 4 x 4 sub-blocks) for rows 4g..4g+3, in each 128-bit lane.
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_f32x4(u[i], u[4 + i], 0x88);
+    t[4 + i] = _mm512_shuffle_f32x4(u[i], u[4 + i], 0xDD);
+    t[8 + i] = _mm512_shuffle_f32x4(u[8 + i], u[12 + i], 0x88);
+    t[12 + i] = _mm512_shuffle_f32x4(u[8 + i], u[12 + i], 0xDD);
+  }
+  for (int i = 0; i < 4; ++i) {
+    // Columns i, 4 + i, 8 + i, 12 + i.
+    const __m512 c0 = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+    const __m512 c2 = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+    const __m512 c1 = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0x88);
+    const __m512 c3 = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0xDD);
+    const __m512 cs[4] = {c0, c1, c2, c3};
+    for (int k = 0; k < 4; ++k) {
+      const std::size_t col = static_cast<std::size_t>(4 * k + i);
+      if (col < cols) _mm512_storeu_ps(dst + col * ldd, cs[k]);
+    }
+  }
+#else
+  alignas(64) float buf[L][L];
+  for (std::size_t i = 0; i < L; ++i)
+    r[i].store_aligned(buf[i]);
+  for (std::size_t c = 0; c < cols; ++c) {
+    alignas(64) float col[L];
+    for (std::size_t i = 0; i < L; ++i)
+      col[i] = buf[i][c];
+    vfloat<A>::load_aligned(col).store_unaligned(dst + c * ldd);
+  }
+#endif
+}
+
+}  // namespace ATTN_ISA_NS
+}  // namespace attn::detail
