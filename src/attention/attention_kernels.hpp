@@ -108,27 +108,28 @@ void online_softmax_kernel::operator()(A, float* s, std::size_t ld, std::size_t 
       if (nan) l[i] = NAN;
       continue;
     }
-    const float a = m[i] == -INFINITY ? 0.0f : expf_impl::exp_any<A>(V(m[i] - m_new)).get(0);
+    const float a =
+        m[i] == -INFINITY ? 0.0f : expf_impl::exp_nonpositive_flush<A>(V(m[i] - m_new)).get(0);
     const V vmax(m_new);
     V sum0(0.0f), sum1(0.0f);
     j = 0;
     for (; j + 2 * L <= cols; j += 2 * L) {
-      const V e0 = expf_impl::exp_any<A>(V::load_unaligned(row + j) - vmax);
-      const V e1 = expf_impl::exp_any<A>(V::load_unaligned(row + j + L) - vmax);
+      const V e0 = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(row + j) - vmax);
+      const V e1 = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(row + j + L) - vmax);
       e0.store_unaligned(row + j);
       e1.store_unaligned(row + j + L);
       sum0 += e0;
       sum1 += e1;
     }
     for (; j + L <= cols; j += L) {
-      const V e = expf_impl::exp_any<A>(V::load_unaligned(row + j) - vmax);
+      const V e = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(row + j) - vmax);
       e.store_unaligned(row + j);
       sum0 += e;
     }
     if (j < cols) {
       // Pad with m' (e^0 = 1, no careful path for padding) and drop the padding from the sum.
       const std::size_t n = cols - j;
-      V e = expf_impl::exp_any<A>(load_partial<A>(row + j, n, m_new) - vmax);
+      V e = expf_impl::exp_nonpositive_flush<A>(load_partial<A>(row + j, n, m_new) - vmax);
       store_partial<A>(row + j, n, e);
       sum1 += xsimd::select(lane_index<A>() < V(static_cast<float>(n)), e, V(0.0f));
     }
