@@ -45,6 +45,7 @@ constexpr std::size_t kSplitMinTasks = 8;
 constexpr std::size_t kSplitMinKeys = 2048;
 constexpr std::size_t kSplitChunkKeys = 1024;
 constexpr std::size_t kSplitMaxChunks = 16;
+constexpr double kMinParallelFlops = 2e6;
 
 struct Plan {
   std::size_t mr, nr, bq, bk;
@@ -269,7 +270,7 @@ class Task {
     for (std::size_t ib = 0; ib < rows_pad_; ib += mr) {
       for (std::size_t jp = 0; jp < panels; ++jp) {
         kern_.gemm_ukernel(dk, q + ib * dk, k_tile + jp * nr * dk, w_.s + ib * p_.bk + jp * nr,
-                           p_.bk, d_.scale, 0.0f);
+                           p_.bk, d_.scale, 0.0f, mr, nr);
       }
     }
   }
@@ -556,6 +557,11 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
   const AttentionDims& d = call.dims;
   if (d.batch == 0 || d.heads_q == 0 || d.len_q == 0) return;
   const Plan p = make_plan(kern, call);
+  // Below about 10 microseconds of work, starting threads costs more than it saves (the seed's
+  // 6 x 6 x 16 problem runs on the caller's thread whatever the Context says).
+  const double flops = 4.0 * double(d.batch * d.heads_q) * double(d.len_q) * double(d.len_k) *
+                       double(d.dim_k + d.dim_v) / 2.0;
+  if (flops < kMinParallelFlops) threads = 1;
   float* packs = static_cast<float*>(scratch);
   float* partials = reinterpret_cast<float*>(static_cast<char*>(scratch) + p.pack_bytes);
   char* thread_base = static_cast<char*>(scratch) + p.pack_bytes + p.partial_bytes;

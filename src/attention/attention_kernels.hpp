@@ -26,24 +26,6 @@ struct online_softmax_kernel {
                   float* l, float* alpha) const;
 };
 
-// K^T into an NR-wide panel (PackKtKernel), one lanes x lanes transpose at a time.
-template <int NR>
-struct pack_kt_kernel {
-  template <class A>
-  void operator()(A, const float* k, std::size_t ldk, std::size_t keys, std::size_t dk,
-                  float* dst) const {
-    constexpr std::size_t L = lanes<A>;
-    static_assert(NR % L == 0, "panel width");
-    for (std::size_t g = 0; g * L < static_cast<std::size_t>(NR); ++g) {
-      const std::size_t rows = keys > g * L ? (keys - g * L < L ? keys - g * L : L) : 0;
-      for (std::size_t d0 = 0; d0 < dk; d0 += L) {
-        const std::size_t cols = dk - d0 < L ? dk - d0 : L;
-        transpose_block<A>(k + g * L * ldk + d0, ldk, rows, cols, dst + d0 * NR + g * L, NR);
-      }
-    }
-  }
-};
-
 template <int MR, int NV, int LDA>
 template <class A>
 void pv_kernel<MR, NV, LDA>::operator()(A, std::size_t k, const float* p, const float* b,

@@ -24,7 +24,7 @@ void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols
 }
 
 void pack_kt(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk, float* dst) {
-  pack_kt_kernel<12>{}(Arch{}, k, ldk, keys, dk, dst);
+  pack_t_kernel<12>{}(Arch{}, k, ldk, keys, dk, dst);
 }
 
 }  // namespace ATTN_ISA_NS

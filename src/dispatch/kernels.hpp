@@ -19,10 +19,11 @@ struct GemmBlocking {
 
 // Micro-kernel contract (BLIS's): for the MR x NR tile of C at c (row stride ldc, column stride
 // 1), C = alpha * A B + beta * C, where A is packed MR-row-major per k (a[p * MR + i]) and B is
-// packed NR-wide per k (b[p * NR + j]), p < k. k may be 0. beta == 0: C is not read. a and b are
-// aligned to 64 bytes.
+// packed NR-wide per k (b[p * NR + j]), p < k. k may be 0. Only the first m <= MR rows and
+// n <= NR columns of C are read or written (edge tiles need no copy). beta == 0: C is not read.
 using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, float* c,
-                             std::size_t ldc, float alpha, float beta);
+                             std::size_t ldc, float alpha, float beta, std::size_t m,
+                             std::size_t n);
 
 // Tile sizes of the fused attention: bq query rows (a multiple of gemm_mr) against bk keys (a
 // multiple of gemm_nr); the derivation is beside each ISA's table.
@@ -70,6 +71,8 @@ struct Kernels {
   std::size_t gemm_nr;
   GemmBlocking gemm_blocking;
   GemmUkernel gemm_ukernel;
+  // Packs up to MR rows of a row-major A (k contiguous) into an MR-wide panel.
+  PackKtKernel gemm_pack_a;
 
   AttentionTiling attention_tiling;
   PvUkernel attention_pv;

@@ -8,6 +8,7 @@
 #define ATTN_KERNELS_NAME kAvx2Kernels
 #define ATTN_KERNELS_ISA Isa::avx2
 #define ATTN_GEMM_KERNEL gemm_kernel_6x16
+#define ATTN_GEMM_PACK_A gemm_pack_a_6
 #define ATTN_GEMM_MR 6
 #define ATTN_GEMM_NR 16
 #define ATTN_GEMM_BLOCKING \
@@ -17,6 +18,9 @@
 // Fused attention: 48 query rows (8 x MR) against 128 keys: the 48 x 128 score tile (24 KiB)
 // stays in a 32 KiB L1 while it is turned into probabilities; the packed K and V tiles
 // (128 x 64 floats, 32 KiB each at d = 64) and the 48 x Dv output accumulator sit in L2.
-#define ATTN_ATTENTION_TILING AttentionTiling{48, 128}
+#define ATTN_ATTENTION_TILING \
+  AttentionTiling {           \
+    48, 128                   \
+  }
 #define ATTN_ATTENTION_PV pv_kernel_6x16_bk128
 #include "dispatch/kernels_table.inc"

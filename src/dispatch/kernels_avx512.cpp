@@ -7,6 +7,7 @@
 #define ATTN_KERNELS_NAME kAvx512Kernels
 #define ATTN_KERNELS_ISA Isa::avx512
 #define ATTN_GEMM_KERNEL gemm_kernel_14x32
+#define ATTN_GEMM_PACK_A gemm_pack_a_14
 #define ATTN_GEMM_MR 14
 #define ATTN_GEMM_NR 32
 #define ATTN_GEMM_BLOCKING \
@@ -16,6 +17,9 @@
 // Fused attention: 56 query rows (4 x MR) against 128 keys: the 56 x 128 score tile (28 KiB)
 // stays in a 48 KiB L1 while it is turned into probabilities; the packed K and V tiles
 // (128 x 64 floats, 32 KiB each at d = 64) and the 56 x Dv output accumulator sit in L2.
-#define ATTN_ATTENTION_TILING AttentionTiling{56, 128}
+#define ATTN_ATTENTION_TILING \
+  AttentionTiling {           \
+    56, 128                   \
+  }
 #define ATTN_ATTENTION_PV pv_kernel_14x32_bk128
 #include "dispatch/kernels_table.inc"

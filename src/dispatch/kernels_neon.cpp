@@ -7,6 +7,7 @@
 #define ATTN_KERNELS_NAME kNeonKernels
 #define ATTN_KERNELS_ISA Isa::neon
 #define ATTN_GEMM_KERNEL gemm_kernel_8x12
+#define ATTN_GEMM_PACK_A gemm_pack_a_8
 #define ATTN_GEMM_MR 8
 #define ATTN_GEMM_NR 12
 #define ATTN_GEMM_BLOCKING \
@@ -15,6 +16,9 @@
   }
 // Fused attention: 48 query rows (6 x MR) against 96 keys: the 48 x 96 score tile (18 KiB)
 // fits a 32-64 KiB L1; K and V tiles (96 x 64 floats, 24 KiB each at d = 64) sit in L2.
-#define ATTN_ATTENTION_TILING AttentionTiling{48, 96}
+#define ATTN_ATTENTION_TILING \
+  AttentionTiling {           \
+    48, 96                    \
+  }
 #define ATTN_ATTENTION_PV pv_kernel_8x12_bk96
 #include "dispatch/kernels_table.inc"

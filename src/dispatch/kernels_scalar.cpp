@@ -21,6 +21,7 @@ const Kernels kScalarKernels = {
     4,
     GemmBlocking{128, 256, 2048},
     &scalar::gemm_kernel_4x4,
+    &scalar::gemm_pack_a_4,
     AttentionTiling{32, 64},
     &scalar::pv_kernel_4x4_bk64,
     &scalar::online_softmax,

@@ -7,6 +7,7 @@
 #define ATTN_KERNELS_NAME kSse2Kernels
 #define ATTN_KERNELS_ISA Isa::sse2
 #define ATTN_GEMM_KERNEL gemm_kernel_6x8
+#define ATTN_GEMM_PACK_A gemm_pack_a_6
 #define ATTN_GEMM_MR 6
 #define ATTN_GEMM_NR 8
 #define ATTN_GEMM_BLOCKING \
@@ -15,6 +16,9 @@
   }
 // Fused attention: 48 query rows (8 x MR) against 64 keys: the 48 x 64 score tile (12 KiB), a
 // 64 x Dk K tile and a 64 x Dv V tile (16 KiB each at d = 64) fit a 32 KiB L1 plus L2.
-#define ATTN_ATTENTION_TILING AttentionTiling{48, 64}
+#define ATTN_ATTENTION_TILING \
+  AttentionTiling {           \
+    48, 64                    \
+  }
 #define ATTN_ATTENTION_PV pv_kernel_6x8_bk64
 #include "dispatch/kernels_table.inc"

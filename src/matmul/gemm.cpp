@@ -16,7 +16,6 @@ struct Plan {
   std::size_t mr, nr, mc, kc, nc;
   std::size_t a_floats;  // per thread: packed MC x KC block of A
   std::size_t b_floats;  // shared: packed KC x NC panel of B
-  std::size_t t_floats;  // per thread: one MR x NR edge tile
 };
 
 Plan make_plan(const Kernels& kern, GemmShape s) {
@@ -28,46 +27,66 @@ Plan make_plan(const Kernels& kern, GemmShape s) {
   p.nc = std::min(kern.gemm_blocking.nc, round_up(std::max<std::size_t>(s.n, 1), p.nr));
   p.a_floats = round_up(p.mc * p.kc, 16);
   p.b_floats = round_up(p.nc * p.kc, 16);
-  p.t_floats = round_up(p.mr * p.nr, 16);
   return p;
 }
 
 // Packs rows [i0, i0 + mc) x cols [p0, p0 + kc) of op(A) into MR-row panels: panel r holds
 // a[p * MR + i]; rows past m are zero.
-void pack_a(const Plan& plan, GemmOperand a, std::size_t i0, std::size_t mc, std::size_t p0,
-            std::size_t kc, float* dst) {
+void pack_a(const Kernels& kern, const Plan& plan, GemmOperand a, std::size_t i0, std::size_t mc,
+            std::size_t p0, std::size_t kc, float* dst) {
   const std::size_t mr = plan.mr;
-  for (std::size_t ir = 0; ir < mc; ir += mr) {
+  for (std::size_t ir = 0; ir < mc; ir += mr, dst += mr * kc) {
     const std::size_t rows = std::min(mr, mc - ir);
     const float* src = a.data + (i0 + ir) * a.rs + p0 * a.cs;
-    for (std::size_t p = 0; p < kc; ++p) {
-      std::size_t i = 0;
-      for (; i < rows; ++i)
-        dst[i] = src[i * a.rs + p * a.cs];
-      for (; i < mr; ++i)
-        dst[i] = 0.0f;
-      dst += mr;
+    if (a.cs == 1) {  // row-major A: a transpose into the panel
+      kern.gemm_pack_a(src, a.rs, rows, kc, dst);
+    } else if (a.rs == 1) {  // A^T: MR contiguous values per k
+      for (std::size_t p = 0; p < kc; ++p) {
+        const float* col = src + p * a.cs;
+        float* out = dst + p * mr;
+        for (std::size_t i = 0; i < rows; ++i)
+          out[i] = col[i];
+        for (std::size_t i = rows; i < mr; ++i)
+          out[i] = 0.0f;
+      }
+    } else {
+      for (std::size_t p = 0; p < kc; ++p) {
+        for (std::size_t i = 0; i < mr; ++i) {
+          dst[p * mr + i] = i < rows ? src[i * a.rs + p * a.cs] : 0.0f;
+        }
+      }
     }
   }
 }
 
-// Packs rows [p0, p0 + kc) x cols [j0 + jr0, j0 + jr1) of op(B) (NR-column panels,
-// b[p * NR + j]; columns past n are zero) into the panel buffer at panel offset jr0 / NR.
-void pack_b(const Plan& plan, GemmOperand b, std::size_t p0, std::size_t kc, std::size_t j0,
-            std::size_t nc, std::size_t panel_begin, std::size_t panel_end, float* panels) {
+// Packs rows [p0, p0 + kc) x the column panels [panel_begin, panel_end) of op(B) restricted to
+// columns [j0, j0 + nc): panel jp holds b[p * NR + j]; columns past n are zero.
+void pack_b(const Kernels& kern, const Plan& plan, GemmOperand b, std::size_t p0, std::size_t kc,
+            std::size_t j0, std::size_t nc, std::size_t panel_begin, std::size_t panel_end,
+            float* panels) {
   const std::size_t nr = plan.nr;
   for (std::size_t jp = panel_begin; jp < panel_end; ++jp) {
     const std::size_t jr = jp * nr;
     const std::size_t cols = std::min(nr, nc - jr);
     float* dst = panels + jp * nr * kc;
     const float* src = b.data + p0 * b.rs + (j0 + jr) * b.cs;
-    for (std::size_t p = 0; p < kc; ++p) {
-      std::size_t j = 0;
-      for (; j < cols; ++j)
-        dst[j] = src[p * b.rs + j * b.cs];
-      for (; j < nr; ++j)
-        dst[j] = 0.0f;
-      dst += nr;
+    if (b.cs == 1) {  // row-major B: NR contiguous values per k
+      for (std::size_t p = 0; p < kc; ++p) {
+        const float* row = src + p * b.rs;
+        float* out = dst + p * nr;
+        for (std::size_t j = 0; j < cols; ++j)
+          out[j] = row[j];
+        for (std::size_t j = cols; j < nr; ++j)
+          out[j] = 0.0f;
+      }
+    } else if (b.rs == 1) {  // B^T: a transpose into the panel
+      kern.attention_pack_kt(src, b.cs, cols, kc, dst);
+    } else {
+      for (std::size_t p = 0; p < kc; ++p) {
+        for (std::size_t j = 0; j < nr; ++j) {
+          dst[p * nr + j] = j < cols ? src[p * b.rs + j * b.cs] : 0.0f;
+        }
+      }
     }
   }
 }
@@ -89,7 +108,7 @@ void scale_c(std::size_t m, std::size_t n, float beta, float* c, std::size_t ldc
 
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, GemmShape shape) {
   const Plan p = make_plan(kern, shape);
-  const std::size_t per_thread = (p.a_floats + p.t_floats) * sizeof(float);
+  const std::size_t per_thread = p.a_floats * sizeof(float);
   return p.b_floats * sizeof(float) + static_cast<std::size_t>(threads) * per_thread;
 }
 
@@ -101,13 +120,14 @@ void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperan
     return;
   }
   const Plan plan = make_plan(kern, s);
+  // Below about 10 microseconds of work, starting threads costs more than it saves.
+  if (2.0 * double(s.m) * double(s.n) * double(s.k) < 2e6) threads = 1;
   float* b_buf = static_cast<float*>(scratch);
   float* thread_bufs = b_buf + plan.b_floats;
   const std::size_t m_blocks = (s.m + plan.mc - 1) / plan.mc;
 
   run_parallel(threads, [&](int tid, int nt) {
-    float* a_buf = thread_bufs + static_cast<std::size_t>(tid) * (plan.a_floats + plan.t_floats);
-    float* tile = a_buf + plan.a_floats;
+    float* a_buf = thread_bufs + static_cast<std::size_t>(tid) * plan.a_floats;
     for (std::size_t jc = 0; jc < s.n; jc += plan.nc) {
       const std::size_t nc = std::min(plan.nc, s.n - jc);
       const std::size_t n_panels = (nc + plan.nr - 1) / plan.nr;
@@ -121,7 +141,7 @@ void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperan
         const float beta_pc = pc == 0 ? beta : 1.0f;
         std::size_t pb, pe;
         static_range(n_panels, tid, nt, &pb, &pe);
-        pack_b(plan, b, pc, kc, jc, nc, pb, pe, b_buf);
+        pack_b(kern, plan, b, pc, kc, jc, nc, pb, pe, b_buf);
         barrier(nt);
         std::size_t tb, te;
         static_range(m_blocks * col_groups, tid, nt, &tb, &te);
@@ -131,7 +151,7 @@ void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperan
           const std::size_t ic = ib * plan.mc;
           const std::size_t mc = std::min(plan.mc, s.m - ic);
           if (packed_block != ib) {
-            pack_a(plan, a, ic, mc, pc, kc, a_buf);
+            pack_a(kern, plan, a, ic, mc, pc, kc, a_buf);
             packed_block = ib;
           }
           std::size_t jp_begin, jp_end;
@@ -145,22 +165,7 @@ void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperan
               const std::size_t rows = std::min(plan.mr, mc - ir);
               const float* ap = a_buf + ir * kc;
               float* cp = c + (ic + ir) * ldc + jc + jr;
-              if (rows == plan.mr && cols == plan.nr) {
-                kern.gemm_ukernel(kc, ap, bp, cp, ldc, alpha, beta_pc);
-                continue;
-              }
-              kern.gemm_ukernel(kc, ap, bp, tile, plan.nr, alpha, 0.0f);
-              for (std::size_t i = 0; i < rows; ++i) {
-                float* crow = cp + i * ldc;
-                const float* trow = tile + i * plan.nr;
-                if (beta_pc == 0.0f) {
-                  for (std::size_t j = 0; j < cols; ++j)
-                    crow[j] = trow[j];
-                } else {
-                  for (std::size_t j = 0; j < cols; ++j)
-                    crow[j] = trow[j] + beta_pc * crow[j];
-                }
-              }
+              kern.gemm_ukernel(kc, ap, bp, cp, ldc, alpha, beta_pc, rows, cols);
             }
           }
         }

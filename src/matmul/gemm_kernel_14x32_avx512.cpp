@@ -1,4 +1,4 @@
-// The 14 x 32 GEMM micro-kernel for Isa::avx512.
+// The 14 x 32 GEMM micro-kernel for Isa::avx512, and its A-panel packing.
 #include "matmul/gemm_kernel.hpp"
 #include "matmul/gemm_kernel_isa.hpp"
 
@@ -6,12 +6,17 @@ namespace attn::detail {
 namespace ATTN_ISA_NS {
 
 template void gemm_kernel<14, 2>::operator()<Arch>(Arch, std::size_t, const float*, const float*,
-                                                   float*, std::size_t, float, float) const;
+                                                   float*, std::size_t, float, float, std::size_t,
+                                                   std::size_t) const;
 
 void gemm_kernel_14x32(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
-                       float alpha, float beta) {
+                       float alpha, float beta, std::size_t m, std::size_t n) {
   static_assert(2 * lanes<Arch> == 32, "tile width");
-  gemm_kernel<14, 2>{}(Arch{}, k, a, b, c, ldc, alpha, beta);
+  gemm_kernel<14, 2>{}(Arch{}, k, a, b, c, ldc, alpha, beta, m, n);
+}
+
+void gemm_pack_a_14(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst) {
+  pack_t_kernel<14>{}(Arch{}, a, lda, rows, k, dst);
 }
 
 }  // namespace ATTN_ISA_NS

@@ -1,4 +1,4 @@
-// The 6 x 16 GEMM micro-kernel for Isa::avx2.
+// The 6 x 16 GEMM micro-kernel for Isa::avx2, and its A-panel packing.
 #include "matmul/gemm_kernel.hpp"
 #include "matmul/gemm_kernel_isa.hpp"
 
@@ -6,12 +6,17 @@ namespace attn::detail {
 namespace ATTN_ISA_NS {
 
 template void gemm_kernel<6, 2>::operator()<Arch>(Arch, std::size_t, const float*, const float*,
-                                                  float*, std::size_t, float, float) const;
+                                                  float*, std::size_t, float, float, std::size_t,
+                                                  std::size_t) const;
 
 void gemm_kernel_6x16(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
-                      float alpha, float beta) {
+                      float alpha, float beta, std::size_t m, std::size_t n) {
   static_assert(2 * lanes<Arch> == 16, "tile width");
-  gemm_kernel<6, 2>{}(Arch{}, k, a, b, c, ldc, alpha, beta);
+  gemm_kernel<6, 2>{}(Arch{}, k, a, b, c, ldc, alpha, beta, m, n);
+}
+
+void gemm_pack_a_6(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst) {
+  pack_t_kernel<6>{}(Arch{}, a, lda, rows, k, dst);
 }
 
 }  // namespace ATTN_ISA_NS

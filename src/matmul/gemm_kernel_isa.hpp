@@ -1,20 +1,22 @@
-// The GEMM micro-kernels each SIMD ISA provides (defined in matmul/gemm_kernel_<tile>_<isa>.cpp).
+// The GEMM micro-kernels each SIMD ISA provides (defined in matmul/gemm_kernel_<tile>_<isa>.cpp),
+// with the packing of row-major A into MR-wide panels.
 #pragma once
 
 #include <cstddef>
 
 namespace attn::detail {
 
-#define ATTN_DECLARE_GEMM_KERNEL(isa, name)                                                        \
+#define ATTN_DECLARE_GEMM_KERNEL(isa, name, pack_a)                                                \
   namespace isa {                                                                                  \
   void name(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc, float alpha, \
-            float beta);                                                                           \
+            float beta, std::size_t m, std::size_t n);                                             \
+  void pack_a(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst);       \
   }
 
-ATTN_DECLARE_GEMM_KERNEL(sse2, gemm_kernel_6x8)
-ATTN_DECLARE_GEMM_KERNEL(avx2, gemm_kernel_6x16)
-ATTN_DECLARE_GEMM_KERNEL(avx512, gemm_kernel_14x32)
-ATTN_DECLARE_GEMM_KERNEL(neon, gemm_kernel_8x12)
+ATTN_DECLARE_GEMM_KERNEL(sse2, gemm_kernel_6x8, gemm_pack_a_6)
+ATTN_DECLARE_GEMM_KERNEL(avx2, gemm_kernel_6x16, gemm_pack_a_6)
+ATTN_DECLARE_GEMM_KERNEL(avx512, gemm_kernel_14x32, gemm_pack_a_14)
+ATTN_DECLARE_GEMM_KERNEL(neon, gemm_kernel_8x12, gemm_pack_a_8)
 
 #undef ATTN_DECLARE_GEMM_KERNEL
 

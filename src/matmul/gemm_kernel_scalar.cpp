@@ -4,7 +4,7 @@
 namespace attn::detail::scalar {
 
 void gemm_kernel_4x4(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
-                     float alpha, float beta) {
+                     float alpha, float beta, std::size_t m, std::size_t n) {
   float acc[4][4] = {};
   for (std::size_t p = 0; p < k; ++p) {
     for (int i = 0; i < 4; ++i) {
@@ -13,11 +13,18 @@ void gemm_kernel_4x4(std::size_t k, const float* a, const float* b, float* c, st
         acc[i][j] += ai * b[p * 4 + j];
     }
   }
-  for (int i = 0; i < 4; ++i) {
-    float* row = c + static_cast<std::size_t>(i) * ldc;
-    for (int j = 0; j < 4; ++j) {
+  for (std::size_t i = 0; i < m; ++i) {
+    float* row = c + i * ldc;
+    for (std::size_t j = 0; j < n; ++j) {
       row[j] = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * row[j];
     }
+  }
+}
+
+void gemm_pack_a_4(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst) {
+  for (std::size_t p = 0; p < k; ++p) {
+    for (std::size_t i = 0; i < 4; ++i)
+      dst[p * 4 + i] = i < rows ? a[i * lda + p] : 0.0f;
   }
 }
 

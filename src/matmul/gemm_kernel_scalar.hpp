@@ -6,6 +6,8 @@ namespace attn::detail::scalar {
 
 // MR = 4, NR = 4; contract in dispatch/kernels.hpp.
 void gemm_kernel_4x4(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
-                     float alpha, float beta);
+                     float alpha, float beta, std::size_t m, std::size_t n);
+// Rows of a row-major A into a 4-wide panel: dst[p * 4 + i] = a[i * lda + p].
+void gemm_pack_a_4(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst);
 
 }  // namespace attn::detail::scalar

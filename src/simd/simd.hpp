@@ -180,11 +180,11 @@ namespace attn::detail {
 namespace ATTN_ISA_NS {
 
 // Transposes a lanes x lanes block: row r of the input (r < rows, the rest zero) is read from
-// src + r * ld (its first `cols` <= lanes floats), and column c of the block (c < cols) is stored
-// at dst + c * ldd. Used to pack K^T for the attention GEMM.
+// src + r * ld (its first `cols` <= lanes floats), and the first `count` <= lanes floats of column
+// c of the block (c < cols) are stored at dst + c * ldd. Packs K^T and GEMM panels.
 template <class A>
 inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, std::size_t cols,
-                            float* dst, std::size_t ldd) {
+                            float* dst, std::size_t ldd, std::size_t count) {
   constexpr std::size_t L = lanes<A>;
   vfloat<A> r[L];
   for (std::size_t i = 0; i < L; ++i) {
@@ -223,7 +223,12 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
     const __m512 cs[4] = {c0, c1, c2, c3};
     for (int k = 0; k < 4; ++k) {
       const std::size_t col = static_cast<std::size_t>(4 * k + i);
-      if (col < cols) _mm512_storeu_ps(dst + col * ldd, cs[k]);
+      if (col >= cols) continue;
+      if (count == 16) {
+        _mm512_storeu_ps(dst + col * ldd, cs[k]);
+      } else {
+        _mm512_mask_storeu_ps(dst + col * ldd, static_cast<__mmask16>((1u << count) - 1u), cs[k]);
+      }
     }
   }
 #else
@@ -231,13 +236,30 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
   for (std::size_t i = 0; i < L; ++i)
     r[i].store_aligned(buf[i]);
   for (std::size_t c = 0; c < cols; ++c) {
-    alignas(64) float col[L];
-    for (std::size_t i = 0; i < L; ++i)
-      col[i] = buf[i][c];
-    vfloat<A>::load_aligned(col).store_unaligned(dst + c * ldd);
+    for (std::size_t i = 0; i < count; ++i)
+      dst[c * ldd + i] = buf[i][c];
   }
 #endif
 }
+
+// Rows of a matrix transposed into a W-wide GEMM panel (PackKtKernel: K^T for attention with
+// W = NR, row-major A for matmul with W = MR), one lanes x lanes transpose at a time.
+template <int W>
+struct pack_t_kernel {
+  template <class A>
+  void operator()(A, const float* k, std::size_t ldk, std::size_t keys, std::size_t dk,
+                  float* dst) const {
+    constexpr std::size_t L = lanes<A>;
+    for (std::size_t g = 0; g * L < static_cast<std::size_t>(W); ++g) {
+      const std::size_t count = W - g * L < L ? W - g * L : L;
+      const std::size_t rows = keys > g * L ? (keys - g * L < count ? keys - g * L : count) : 0;
+      for (std::size_t d0 = 0; d0 < dk; d0 += L) {
+        const std::size_t cols = dk - d0 < L ? dk - d0 : L;
+        transpose_block<A>(k + g * L * ldk + d0, ldk, rows, cols, dst + d0 * W + g * L, W, count);
+      }
+    }
+  }
+};
 
 }  // namespace ATTN_ISA_NS
 }  // namespace attn::detail
