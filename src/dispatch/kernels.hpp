@@ -73,6 +73,11 @@ struct Kernels {
   GemmUkernel gemm_ukernel;
   // Packs up to MR rows of a row-major A (k contiguous) into an MR-wide panel.
   PackKtKernel gemm_pack_a;
+  // Packs k rows of up to NR contiguous floats (row-major B) into an NR-wide panel, and k rows of
+  // up to MR contiguous floats (A^T) into an MR-wide panel (PackKtKernel's arguments: src, ld,
+  // width, k, dst).
+  PackKtKernel gemm_pack_b_rows;
+  PackKtKernel gemm_pack_a_cols;
 
   AttentionTiling attention_tiling;
   PvUkernel attention_pv;

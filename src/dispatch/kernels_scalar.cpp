@@ -22,6 +22,8 @@ const Kernels kScalarKernels = {
     GemmBlocking{128, 256, 2048},
     &scalar::gemm_kernel_4x4,
     &scalar::gemm_pack_a_4,
+    &scalar::gemm_pack_n_4,
+    &scalar::gemm_pack_n_4,
     AttentionTiling{32, 64},
     &scalar::pv_kernel_4x4_bk64,
     &scalar::online_softmax,

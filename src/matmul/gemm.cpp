@@ -41,14 +41,7 @@ void pack_a(const Kernels& kern, const Plan& plan, GemmOperand a, std::size_t i0
     if (a.cs == 1) {  // row-major A: a transpose into the panel
       kern.gemm_pack_a(src, a.rs, rows, kc, dst);
     } else if (a.rs == 1) {  // A^T: MR contiguous values per k
-      for (std::size_t p = 0; p < kc; ++p) {
-        const float* col = src + p * a.cs;
-        float* out = dst + p * mr;
-        for (std::size_t i = 0; i < rows; ++i)
-          out[i] = col[i];
-        for (std::size_t i = rows; i < mr; ++i)
-          out[i] = 0.0f;
-      }
+      kern.gemm_pack_a_cols(src, a.cs, rows, kc, dst);
     } else {
       for (std::size_t p = 0; p < kc; ++p) {
         for (std::size_t i = 0; i < mr; ++i) {
@@ -71,14 +64,7 @@ void pack_b(const Kernels& kern, const Plan& plan, GemmOperand b, std::size_t p0
     float* dst = panels + jp * nr * kc;
     const float* src = b.data + p0 * b.rs + (j0 + jr) * b.cs;
     if (b.cs == 1) {  // row-major B: NR contiguous values per k
-      for (std::size_t p = 0; p < kc; ++p) {
-        const float* row = src + p * b.rs;
-        float* out = dst + p * nr;
-        for (std::size_t j = 0; j < cols; ++j)
-          out[j] = row[j];
-        for (std::size_t j = cols; j < nr; ++j)
-          out[j] = 0.0f;
-      }
+      kern.gemm_pack_b_rows(src, b.rs, cols, kc, dst);
     } else if (b.rs == 1) {  // B^T: a transpose into the panel
       kern.attention_pack_kt(src, b.cs, cols, kc, dst);
     } else {

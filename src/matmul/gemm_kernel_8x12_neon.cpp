@@ -19,5 +19,15 @@ void gemm_pack_a_8(const float* a, std::size_t lda, std::size_t rows, std::size_
   pack_t_kernel<8>{}(Arch{}, a, lda, rows, k, dst);
 }
 
+void gemm_pack_b_rows(const float* b, std::size_t ldb, std::size_t width, std::size_t k,
+                      float* dst) {
+  pack_n_kernel<12>{}(Arch{}, b, ldb, width, k, dst);
+}
+
+void gemm_pack_a_cols(const float* a, std::size_t lda, std::size_t width, std::size_t k,
+                      float* dst) {
+  pack_n_kernel<8>{}(Arch{}, a, lda, width, k, dst);
+}
+
 }  // namespace ATTN_ISA_NS
 }  // namespace attn::detail

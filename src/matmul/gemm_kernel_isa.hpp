@@ -11,6 +11,10 @@ namespace attn::detail {
   void name(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc, float alpha, \
             float beta, std::size_t m, std::size_t n);                                             \
   void pack_a(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst);       \
+  void gemm_pack_b_rows(const float* b, std::size_t ldb, std::size_t width, std::size_t k,         \
+                        float* dst);                                                               \
+  void gemm_pack_a_cols(const float* a, std::size_t lda, std::size_t width, std::size_t k,         \
+                        float* dst);                                                               \
   }
 
 ATTN_DECLARE_GEMM_KERNEL(sse2, gemm_kernel_6x8, gemm_pack_a_6)

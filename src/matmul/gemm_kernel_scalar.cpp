@@ -28,4 +28,11 @@ void gemm_pack_a_4(const float* a, std::size_t lda, std::size_t rows, std::size_
   }
 }
 
+void gemm_pack_n_4(const float* src, std::size_t ld, std::size_t width, std::size_t k, float* dst) {
+  for (std::size_t p = 0; p < k; ++p) {
+    for (std::size_t j = 0; j < 4; ++j)
+      dst[p * 4 + j] = j < width ? src[p * ld + j] : 0.0f;
+  }
+}
+
 }  // namespace attn::detail::scalar

@@ -8,6 +8,8 @@ namespace attn::detail::scalar {
 void gemm_kernel_4x4(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
                      float alpha, float beta, std::size_t m, std::size_t n);
 // Rows of a row-major A into a 4-wide panel: dst[p * 4 + i] = a[i * lda + p].
+// k rows of up to 4 contiguous floats into a 4-wide panel: dst[p * 4 + j] = src[p * ld + j].
+void gemm_pack_n_4(const float* src, std::size_t ld, std::size_t width, std::size_t k, float* dst);
 void gemm_pack_a_4(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst);
 
 }  // namespace attn::detail::scalar

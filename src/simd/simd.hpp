@@ -261,5 +261,40 @@ struct pack_t_kernel {
   }
 };
 
+// Copies `width` <= W contiguous floats of each of k rows (row stride ld) into a W-wide panel,
+// zero-padding each row: dst[p * W + j] = src[p * ld + j]. Packs row-major B and A^T.
+template <int W>
+struct pack_n_kernel {
+  template <class A>
+  void operator()(A, const float* src, std::size_t ld, std::size_t width, std::size_t k,
+                  float* dst) const {
+    constexpr std::size_t L = lanes<A>;
+    constexpr std::size_t kFull = static_cast<std::size_t>(W) / L;
+    constexpr std::size_t kTail = static_cast<std::size_t>(W) % L;
+    if (width == static_cast<std::size_t>(W)) {
+      for (std::size_t p = 0; p < k; ++p, src += ld, dst += W) {
+        for (std::size_t v = 0; v < kFull; ++v) {
+          vfloat<A>::load_unaligned(src + v * L).store_unaligned(dst + v * L);
+        }
+        for (std::size_t j = kFull * L; j < kFull * L + kTail; ++j)
+          dst[j] = src[j];
+      }
+      return;
+    }
+    for (std::size_t p = 0; p < k; ++p, src += ld, dst += W) {
+      for (std::size_t j0 = 0; j0 < static_cast<std::size_t>(W); j0 += L) {
+        const std::size_t n = j0 < width ? (width - j0 < L ? width - j0 : L) : 0;
+        const std::size_t room = static_cast<std::size_t>(W) - j0 < L ? W - j0 : L;
+        const vfloat<A> v = n == 0 ? vfloat<A>(0.0f) : load_partial<A>(src + j0, n, 0.0f);
+        if (room == L) {
+          v.store_unaligned(dst + j0);
+        } else {
+          store_partial<A>(dst + j0, room, v);
+        }
+      }
+    }
+  }
+};
+
 }  // namespace ATTN_ISA_NS
 }  // namespace attn::detail
