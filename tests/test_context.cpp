@@ -114,12 +114,13 @@ TEST_CASE("Scratch arena grows once per shape", "[context]") {
     std::vector<float> a(64 * 64, 1.0f), b(64 * 64, 1.0f), c(64 * 64);
     const auto av = attn::make_matrix<const float>(a.data(), 64, 64);
     const auto bv = attn::make_matrix<const float>(b.data(), 64, 64);
-    REQUIRE(attn::matmul(ctx, av, attn::Transpose::no, bv, attn::Transpose::no,
+    // A^T takes the packed path, which needs scratch.
+    REQUIRE(attn::matmul(ctx, av, attn::Transpose::yes, bv, attn::Transpose::no,
                          attn::make_matrix(c.data(), 64, 64))
                 .ok());
     const std::size_t held = ctx.scratch_bytes();
     CHECK(held > 0);
-    REQUIRE(attn::matmul(ctx, av, attn::Transpose::no, bv, attn::Transpose::no,
+    REQUIRE(attn::matmul(ctx, av, attn::Transpose::yes, bv, attn::Transpose::no,
                          attn::make_matrix(c.data(), 64, 64))
                 .ok());
     CHECK(ctx.scratch_bytes() == held);

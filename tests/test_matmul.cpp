@@ -110,6 +110,10 @@ TEST_CASE("matmul alpha, beta, strides, deep k and tile multiples", "[matmul]") 
       {257, 95, 300, Transpose::no, Transpose::no, 1.0f, -0.5f, 7},
       {1, 1000, 1000, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
       {1000, 1, 513, Transpose::yes, Transpose::no, 1.0f, 0.0f, 0},
+      // Row-major A and B too large for the no-packing path (B over half of L2), and one that
+      // takes it with a transposed B.
+      {70, 1100, 130, Transpose::no, Transpose::no, -0.5f, 1.0f, 2},
+      {45, 90, 200, Transpose::no, Transpose::yes, 1.0f, 0.5f, 3},
   };
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx = attn_test::make_context(isa);

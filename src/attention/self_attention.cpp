@@ -54,11 +54,17 @@ Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch
   call.dims = detail::AttentionDims{d.batch, d.heads_q, d.heads_kv, d.seq,
                                     d.seq,   d.dim_k,   d.dim_v,    d.scale};
   std::size_t work = 0;
-  for (std::size_t n : {dq, dk, dv}) {
-    work = std::max(work, detail::gemm_scratch_bytes(kern, threads, GemmShape{rows, n, d.d_model}));
+  const GemmOperand xa{x.data, x.stride, 1};
+  for (const Projection* pr : {&params.q, &params.k, &params.v}) {
+    const GemmOperand wb{pr->weight.data, pr->weight.stride, 1};
+    work = std::max(work, detail::gemm_scratch_bytes(
+                              kern, threads, GemmShape{rows, pr->weight.cols, d.d_model}, xa, wb));
   }
   if (d.has_output_projection) {
-    work = std::max(work, detail::gemm_scratch_bytes(kern, threads, GemmShape{rows, d.d_out, dh}));
+    const GemmOperand ha{nullptr, dh, 1};
+    const GemmOperand wo{params.o.weight.data, params.o.weight.stride, 1};
+    work = std::max(
+        work, detail::gemm_scratch_bytes(kern, threads, GemmShape{rows, d.d_out, dh}, ha, wo));
   }
   work = std::max(work, detail::attention_scratch_bytes(kern, threads, call));
   using detail::ScratchCarver;

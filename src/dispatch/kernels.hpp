@@ -25,6 +25,12 @@ using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, floa
                              std::size_t ldc, float alpha, float beta, std::size_t m,
                              std::size_t n);
 
+// The small-matrix micro-kernel (no packing): C[m x n] (m <= gemm_direct_mr, n <= gemm_nr)
+// = alpha * A B + beta * C with A row-major (row stride lda) and B row-major (row stride ldb).
+using GemmDirectKernel = void (*)(std::size_t k, const float* a, std::size_t lda, const float* b,
+                                  std::size_t ldb, float* c, std::size_t ldc, float alpha,
+                                  float beta, std::size_t m, std::size_t n);
+
 // Tile sizes of the fused attention: bq query rows (a multiple of gemm_mr) against bk keys (a
 // multiple of gemm_nr); the derivation is beside each ISA's table.
 struct AttentionTiling {
@@ -78,6 +84,11 @@ struct Kernels {
   // width, k, dst).
   PackKtKernel gemm_pack_b_rows;
   PackKtKernel gemm_pack_a_cols;
+  std::size_t gemm_direct_mr;
+  GemmDirectKernel gemm_direct;
+  // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols.
+  void (*transpose)(const float* src, std::size_t lds, std::size_t rows, std::size_t cols,
+                    float* dst, std::size_t ldd);
 
   AttentionTiling attention_tiling;
   PvUkernel attention_pv;

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "core/parallel.hpp"
+#include "dispatch/cpu.hpp"
 
 namespace attn::detail {
 namespace {
@@ -90,9 +91,43 @@ void scale_c(std::size_t m, std::size_t n, float beta, float* c, std::size_t ldc
   }
 }
 
+// Row-major A with a B that fits in half of L2 skips packing: the direct kernel streams B from
+// L2 at a fraction of the FMA rate and reads A rows from L1, so packing (O(mk + kn) copies)
+// would buy nothing. A B^T is first transposed once into row-major scratch.
+bool use_direct(GemmShape s, GemmOperand a, GemmOperand b) {
+  if (a.cs != 1 || (b.cs != 1 && b.rs != 1) || s.k > 1024) return false;
+  return s.k * s.n * sizeof(float) <= cpu_info().l2_bytes / 2;
+}
+
+bool direct_transposes_b(GemmOperand b) {
+  return b.cs != 1;
+}
+
+// C by row blocks of MR_direct x column panels of NR, the row blocks split among threads.
+void gemm_direct(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperand a,
+                 GemmOperand b, float beta, float* c, std::size_t ldc) {
+  const std::size_t mr = kern.gemm_direct_mr, nr = kern.gemm_nr;
+  const std::size_t blocks = (s.m + mr - 1) / mr;
+  run_parallel(threads, [&](int t, int nt) {
+    std::size_t begin, end;
+    static_range(blocks, t, nt, &begin, &end);
+    for (std::size_t ib = begin; ib < end; ++ib) {
+      const std::size_t i0 = ib * mr, rows = std::min(mr, s.m - i0);
+      for (std::size_t j0 = 0; j0 < s.n; j0 += nr) {
+        kern.gemm_direct(s.k, a.data + i0 * a.rs, a.rs, b.data + j0, b.rs, c + i0 * ldc + j0, ldc,
+                         alpha, beta, rows, std::min(nr, s.n - j0));
+      }
+    }
+  });
+}
+
 }  // namespace
 
-std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, GemmShape shape) {
+std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, GemmShape shape, GemmOperand a,
+                               GemmOperand b) {
+  if (use_direct(shape, a, b)) {
+    return direct_transposes_b(b) ? shape.k * shape.n * sizeof(float) : 0;
+  }
   const Plan p = make_plan(kern, shape);
   const std::size_t per_thread = p.a_floats * sizeof(float);
   return p.b_floats * sizeof(float) + static_cast<std::size_t>(threads) * per_thread;
@@ -105,9 +140,18 @@ void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperan
     scale_c(s.m, s.n, beta, c, ldc);
     return;
   }
-  const Plan plan = make_plan(kern, s);
   // Below about 10 microseconds of work, starting threads costs more than it saves.
   if (2.0 * double(s.m) * double(s.n) * double(s.k) < 2e6) threads = 1;
+  if (use_direct(s, a, b)) {
+    if (direct_transposes_b(b)) {  // op(B)(p, j) = b[j * cs + p]: make it row-major k x n
+      float* bt = static_cast<float*>(scratch);
+      kern.transpose(b.data, b.cs, s.n, s.k, bt, s.n);
+      b = GemmOperand{bt, s.n, 1};
+    }
+    gemm_direct(kern, threads, s, alpha, a, b, beta, c, ldc);
+    return;
+  }
+  const Plan plan = make_plan(kern, s);
   float* b_buf = static_cast<float*>(scratch);
   float* thread_bufs = b_buf + plan.b_floats;
   const std::size_t m_blocks = (s.m + plan.mc - 1) / plan.mc;

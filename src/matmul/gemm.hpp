@@ -20,8 +20,9 @@ struct GemmShape {
   std::size_t m, n, k;
 };
 
-// Bytes of scratch gemm() needs for this shape on this many threads (64-byte aligned pieces).
-std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, GemmShape shape);
+// Bytes of scratch gemm() needs for this shape and these operands on this many threads.
+std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, GemmShape shape, GemmOperand a,
+                               GemmOperand b);
 
 // C (m x n, row stride ldc) = alpha * op(A) op(B) + beta * C; beta == 0 never reads C.
 // scratch holds gemm_scratch_bytes() bytes, 64-byte aligned. Bit-identical for any thread count:

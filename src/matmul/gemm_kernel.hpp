@@ -10,6 +10,49 @@
 namespace attn::detail {
 namespace ATTN_ISA_NS {
 
+// C = alpha * acc + beta * C for the first m rows and n columns of an MR x (NV lanes) tile;
+// beta == 0 never reads C. Edge tiles use masked loads and stores.
+template <class A, int MR, int NV>
+inline void store_tile(const vfloat<A> (&acc)[MR][NV], float* c, std::size_t ldc, float alpha,
+                       float beta, std::size_t m, std::size_t n) {
+  using V = vfloat<A>;
+  constexpr std::size_t L = lanes<A>;
+  constexpr std::size_t NR = NV * L;
+  const V va(alpha), vb(beta);
+  if (m == MR && n == NR) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      float* row = c + static_cast<std::size_t>(i) * ldc;
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        const V r = beta == 0.0f ? va * acc[i][j]
+                                 : fmadd<A>(vb, V::load_unaligned(row + j * L), va * acc[i][j]);
+        r.store_unaligned(row + j * L);
+      }
+    }
+    return;
+  }
+  // Edge tile: m rows, n columns (masked loads and stores where the ISA has them).
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    if (static_cast<std::size_t>(i) >= m) break;
+    float* row = c + static_cast<std::size_t>(i) * ldc;
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      const std::size_t c0 = static_cast<std::size_t>(j) * L;
+      if (c0 >= n) break;
+      const std::size_t w = n - c0 < L ? n - c0 : L;
+      const V old = beta == 0.0f ? V(0.0f) : load_partial<A>(row + c0, w, 0.0f);
+      const V r = beta == 0.0f ? va * acc[i][j] : fmadd<A>(vb, old, va * acc[i][j]);
+      if (w == L) {
+        r.store_unaligned(row + c0);
+      } else {
+        store_partial<A>(row + c0, w, r);
+      }
+    }
+  }
+}
+
 template <int MR, int NV>
 struct gemm_kernel {
   template <class A>
@@ -47,40 +90,74 @@ void gemm_kernel<MR, NV>::operator()(A, std::size_t k, const float* a, const flo
     a += MR;
     b += NR;
   }
-  const V va(alpha), vb(beta);
-  if (m == MR && n == NR) {
+  store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n);
+}
+
+}  // namespace ATTN_ISA_NS
+}  // namespace attn::detail
+
+namespace attn::detail {
+namespace ATTN_ISA_NS {
+
+// The small-matrix micro-kernel: the same register tile, reading A and B where they are, with
+// no packing. A is row-major (row i of the tile at a + i * lda, m <= MR rows), B is row-major
+// (row p at b + p * ldb, n <= NR columns, masked loads past n). Contract otherwise as
+// GemmUkernel. Worth it when packing would cost more than the reuse it buys (small m, n, k).
+template <int MR, int NV>
+struct gemm_direct_kernel {
+  template <class A>
+  void operator()(A, std::size_t k, const float* a, std::size_t lda, const float* b,
+                  std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
+                  std::size_t m, std::size_t n) const {
+    using V = vfloat<A>;
+    constexpr std::size_t L = lanes<A>;
+    constexpr std::size_t NR = NV * L;
+    V acc[MR][NV];
+    const float* rows[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      float* row = c + static_cast<std::size_t>(i) * ldc;
+      // Rows past m repeat row 0: valid memory, and their results are never stored.
+      rows[i] = a + (static_cast<std::size_t>(i) < m ? static_cast<std::size_t>(i) * lda : 0);
 #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) {
-        const V r = beta == 0.0f ? va * acc[i][j]
-                                 : fmadd<A>(vb, V::load_unaligned(row + j * L), va * acc[i][j]);
-        r.store_unaligned(row + j * L);
-      }
+      for (int j = 0; j < NV; ++j)
+        acc[i][j] = V(0.0f);
     }
-    return;
-  }
-  // Edge tile: m rows, n columns (masked loads and stores where the ISA has them).
+    if (n == NR) {
+      for (std::size_t p = 0; p < k; ++p, b += ldb) {
+        V bv[NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j)
+          bv[j] = V::load_unaligned(b + j * L);
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-    if (static_cast<std::size_t>(i) >= m) break;
-    float* row = c + static_cast<std::size_t>(i) * ldc;
+        for (int i = 0; i < MR; ++i) {
+          const V ai(rows[i][p]);
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      const std::size_t c0 = static_cast<std::size_t>(j) * L;
-      if (c0 >= n) break;
-      const std::size_t w = n - c0 < L ? n - c0 : L;
-      const V old = beta == 0.0f ? V(0.0f) : load_partial<A>(row + c0, w, 0.0f);
-      const V r = beta == 0.0f ? va * acc[i][j] : fmadd<A>(vb, old, va * acc[i][j]);
-      if (w == L) {
-        r.store_unaligned(row + c0);
-      } else {
-        store_partial<A>(row + c0, w, r);
+          for (int j = 0; j < NV; ++j)
+            acc[i][j] = fmadd<A>(ai, bv[j], acc[i][j]);
+        }
+      }
+    } else {
+      for (std::size_t p = 0; p < k; ++p, b += ldb) {
+        V bv[NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) {
+          const std::size_t c0 = static_cast<std::size_t>(j) * L;
+          const std::size_t w = c0 < n ? (n - c0 < L ? n - c0 : L) : 0;
+          bv[j] = w == L ? V::load_unaligned(b + c0)
+                         : (w == 0 ? V(0.0f) : load_partial<A>(b + c0, w, 0.0f));
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) {
+          const V ai(rows[i][p]);
+#pragma GCC unroll 4
+          for (int j = 0; j < NV; ++j)
+            acc[i][j] = fmadd<A>(ai, bv[j], acc[i][j]);
+        }
       }
     }
+    store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n);
   }
-}
+};
 
 }  // namespace ATTN_ISA_NS
 }  // namespace attn::detail

@@ -29,5 +29,16 @@ void gemm_pack_a_cols(const float* a, std::size_t lda, std::size_t width, std::s
   pack_n_kernel<8>{}(Arch{}, a, lda, width, k, dst);
 }
 
+// The small-matrix kernel: 8 rows of the same width, A and B read in place.
+void gemm_direct(std::size_t k, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                 float* c, std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n) {
+  gemm_direct_kernel<8, 3>{}(Arch{}, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n);
+}
+
+void transpose(const float* src, std::size_t lds, std::size_t rows, std::size_t cols, float* dst,
+               std::size_t ldd) {
+  transpose_matrix<Arch>(src, lds, rows, cols, dst, ldd);
+}
+
 }  // namespace ATTN_ISA_NS
 }  // namespace attn::detail

@@ -13,6 +13,11 @@ namespace attn::detail {
   void pack_a(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst);       \
   void gemm_pack_b_rows(const float* b, std::size_t ldb, std::size_t width, std::size_t k,         \
                         float* dst);                                                               \
+  void transpose(const float* src, std::size_t lds, std::size_t rows, std::size_t cols,            \
+                 float* dst, std::size_t ldd);                                                     \
+  void gemm_direct(std::size_t k, const float* a, std::size_t lda, const float* b,                 \
+                   std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,            \
+                   std::size_t m, std::size_t n);                                                  \
   void gemm_pack_a_cols(const float* a, std::size_t lda, std::size_t width, std::size_t k,         \
                         float* dst);                                                               \
   }

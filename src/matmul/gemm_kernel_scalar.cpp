@@ -35,4 +35,31 @@ void gemm_pack_n_4(const float* src, std::size_t ld, std::size_t width, std::siz
   }
 }
 
+void gemm_direct_4x4(std::size_t k, const float* a, std::size_t lda, const float* b,
+                     std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
+                     std::size_t m, std::size_t n) {
+  float acc[4][4] = {};
+  for (std::size_t p = 0; p < k; ++p) {
+    for (std::size_t i = 0; i < m; ++i) {
+      const float ai = a[i * lda + p];
+      for (std::size_t j = 0; j < n; ++j)
+        acc[i][j] += ai * b[p * ldb + j];
+    }
+  }
+  for (std::size_t i = 0; i < m; ++i) {
+    float* row = c + i * ldc;
+    for (std::size_t j = 0; j < n; ++j) {
+      row[j] = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * row[j];
+    }
+  }
+}
+
+void transpose(const float* src, std::size_t lds, std::size_t rows, std::size_t cols, float* dst,
+               std::size_t ldd) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c)
+      dst[c * ldd + r] = src[r * lds + c];
+  }
+}
+
 }  // namespace attn::detail::scalar

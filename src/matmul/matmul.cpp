@@ -22,7 +22,7 @@ Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, MatrixView<
                                                      : detail::GemmOperand{b.data, 1, b.stride};
   void* scratch = nullptr;
   ATTN_RETURN_IF_ERROR(
-      st->scratch(detail::gemm_scratch_bytes(*st->kernels, st->threads, shape), &scratch));
+      st->scratch(detail::gemm_scratch_bytes(*st->kernels, st->threads, shape, ga, gb), &scratch));
   detail::gemm(*st->kernels, st->threads, shape, alpha, ga, gb, beta, c.data, c.stride, scratch);
   return Status::Ok();
 }
