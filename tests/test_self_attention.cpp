@@ -34,7 +34,9 @@ double abs_product_max(const std::vector<float>& x, std::size_t rows, std::size_
   return best;
 }
 
-void run(attn::Context& ctx, const Config& c, std::uint32_t seed,
+// fused: the q, k, v weights (and biases) side by side in one matrix, as fused-QKV checkpoints
+// store them; self_attention then projects with one GEMM.
+void run(attn::Context& ctx, const Config& c, std::uint32_t seed, bool fused = false,
          std::vector<float>* result = nullptr) {
   attn_test::Rng rng(seed);
   const std::size_t rows = c.batch * c.seq;
@@ -52,6 +54,23 @@ void run(attn::Context& ctx, const Config& c, std::uint32_t seed,
   p.q = {attn::make_matrix<const float>(wq.data(), c.d_model, dq), c.bias ? bq.data() : nullptr};
   p.k = {attn::make_matrix<const float>(wk.data(), c.d_model, dkv), c.bias ? bk.data() : nullptr};
   p.v = {attn::make_matrix<const float>(wv.data(), c.d_model, dvv), c.bias ? bv.data() : nullptr};
+  const std::size_t wide = dq + dkv + dvv;
+  std::vector<float> wqkv(c.d_model * wide), bqkv(wide);
+  if (fused) {
+    for (std::size_t r = 0; r < c.d_model; ++r) {
+      std::copy(wq.begin() + r * dq, wq.begin() + (r + 1) * dq, wqkv.begin() + r * wide);
+      std::copy(wk.begin() + r * dkv, wk.begin() + (r + 1) * dkv, wqkv.begin() + r * wide + dq);
+      std::copy(wv.begin() + r * dvv, wv.begin() + (r + 1) * dvv,
+                wqkv.begin() + r * wide + dq + dkv);
+    }
+    std::copy(bq.begin(), bq.end(), bqkv.begin());
+    std::copy(bk.begin(), bk.end(), bqkv.begin() + dq);
+    std::copy(bv.begin(), bv.end(), bqkv.begin() + dq + dkv);
+    p.q = {{wqkv.data(), c.d_model, dq, wide}, c.bias ? bqkv.data() : nullptr};
+    p.k = {{wqkv.data() + dq, c.d_model, dkv, wide}, c.bias ? bqkv.data() + dq : nullptr};
+    p.v = {{wqkv.data() + dq + dkv, c.d_model, dvv, wide},
+           c.bias ? bqkv.data() + dq + dkv : nullptr};
+  }
   if (c.out_proj)
     p.o = {attn::make_matrix<const float>(wo.data(), dh, d_out), c.bias ? bo.data() : nullptr};
   p.num_heads = c.heads;
@@ -129,7 +148,9 @@ TEST_CASE("self_attention matches the reference", "[self_attention]") {
       std::uint32_t seed = 1;
       for (const Config& c : configs) {
         INFO("isa " << attn::isa_name(isa) << " threads " << threads << " config " << seed);
-        run(ctx, c, seed++);
+        run(ctx, c, seed, false);
+        run(ctx, c, seed, true);
+        ++seed;
       }
     }
   }

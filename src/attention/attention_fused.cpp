@@ -270,7 +270,7 @@ class Task {
     for (std::size_t ib = 0; ib < rows_pad_; ib += mr) {
       for (std::size_t jp = 0; jp < panels; ++jp) {
         kern_.gemm_ukernel(dk, q + ib * dk, k_tile + jp * nr * dk, w_.s + ib * p_.bk + jp * nr,
-                           p_.bk, d_.scale, 0.0f, mr, nr);
+                           p_.bk, d_.scale, 0.0f, mr, nr, nullptr);
       }
     }
   }

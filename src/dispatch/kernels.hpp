@@ -21,15 +21,16 @@ struct GemmBlocking {
 // 1), C = alpha * A B + beta * C, where A is packed MR-row-major per k (a[p * MR + i]) and B is
 // packed NR-wide per k (b[p * NR + j]), p < k. k may be 0. Only the first m <= MR rows and
 // n <= NR columns of C are read or written (edge tiles need no copy). beta == 0: C is not read.
+// bias: nullptr, or n values added to every row (C = alpha A B + beta C + bias).
 using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, float* c,
-                             std::size_t ldc, float alpha, float beta, std::size_t m,
-                             std::size_t n);
+                             std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
+                             const float* bias);
 
 // The small-matrix micro-kernel (no packing): C[m x n] (m <= gemm_direct_mr, n <= gemm_nr)
 // = alpha * A B + beta * C with A row-major (row stride lda) and B row-major (row stride ldb).
 using GemmDirectKernel = void (*)(std::size_t k, const float* a, std::size_t lda, const float* b,
                                   std::size_t ldb, float* c, std::size_t ldc, float alpha,
-                                  float beta, std::size_t m, std::size_t n);
+                                  float beta, std::size_t m, std::size_t n, const float* bias);
 
 // Tile sizes of the fused attention: bq query rows (a multiple of gemm_mr) against bk keys (a
 // multiple of gemm_nr); the derivation is beside each ISA's table.

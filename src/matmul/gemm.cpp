@@ -78,15 +78,14 @@ void pack_b(const Kernels& kern, const Plan& plan, GemmOperand b, std::size_t p0
   }
 }
 
-// c = beta * c on an m x n block (beta == 0 writes zeros without reading c).
-void scale_c(std::size_t m, std::size_t n, float beta, float* c, std::size_t ldc) {
+// c = beta * c (+ bias) on an m x n block (beta == 0 writes without reading c).
+void scale_c(std::size_t m, std::size_t n, float beta, float* c, std::size_t ldc,
+             const float* bias) {
   for (std::size_t i = 0; i < m; ++i) {
     float* row = c + i * ldc;
-    if (beta == 0.0f) {
-      std::fill(row, row + n, 0.0f);
-    } else if (beta != 1.0f) {
-      for (std::size_t j = 0; j < n; ++j)
-        row[j] *= beta;
+    for (std::size_t j = 0; j < n; ++j) {
+      const float add = bias ? bias[j] : 0.0f;
+      row[j] = beta == 0.0f ? add : beta * row[j] + add;
     }
   }
 }
@@ -105,7 +104,7 @@ bool direct_transposes_b(GemmOperand b) {
 
 // C by row blocks of MR_direct x column panels of NR, the row blocks split among threads.
 void gemm_direct(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperand a,
-                 GemmOperand b, float beta, float* c, std::size_t ldc) {
+                 GemmOperand b, float beta, float* c, std::size_t ldc, const float* bias) {
   const std::size_t mr = kern.gemm_direct_mr, nr = kern.gemm_nr;
   const std::size_t blocks = (s.m + mr - 1) / mr;
   run_parallel(threads, [&](int t, int nt) {
@@ -115,7 +114,7 @@ void gemm_direct(const Kernels& kern, int threads, GemmShape s, float alpha, Gem
       const std::size_t i0 = ib * mr, rows = std::min(mr, s.m - i0);
       for (std::size_t j0 = 0; j0 < s.n; j0 += nr) {
         kern.gemm_direct(s.k, a.data + i0 * a.rs, a.rs, b.data + j0, b.rs, c + i0 * ldc + j0, ldc,
-                         alpha, beta, rows, std::min(nr, s.n - j0));
+                         alpha, beta, rows, std::min(nr, s.n - j0), bias ? bias + j0 : nullptr);
       }
     }
   });
@@ -134,10 +133,10 @@ std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, GemmShape shape
 }
 
 void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperand a, GemmOperand b,
-          float beta, float* c, std::size_t ldc, void* scratch) {
+          float beta, float* c, std::size_t ldc, void* scratch, const float* bias) {
   if (s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
-    scale_c(s.m, s.n, beta, c, ldc);
+    scale_c(s.m, s.n, beta, c, ldc, bias);
     return;
   }
   // Below about 10 microseconds of work, starting threads costs more than it saves.
@@ -148,7 +147,7 @@ void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperan
       kern.transpose(b.data, b.cs, s.n, s.k, bt, s.n);
       b = GemmOperand{bt, s.n, 1};
     }
-    gemm_direct(kern, threads, s, alpha, a, b, beta, c, ldc);
+    gemm_direct(kern, threads, s, alpha, a, b, beta, c, ldc, bias);
     return;
   }
   const Plan plan = make_plan(kern, s);
@@ -195,7 +194,8 @@ void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperan
               const std::size_t rows = std::min(plan.mr, mc - ir);
               const float* ap = a_buf + ir * kc;
               float* cp = c + (ic + ir) * ldc + jc + jr;
-              kern.gemm_ukernel(kc, ap, bp, cp, ldc, alpha, beta_pc, rows, cols);
+              kern.gemm_ukernel(kc, ap, bp, cp, ldc, alpha, beta_pc, rows, cols,
+                                (pc == 0 && bias) ? bias + jc + jr : nullptr);
             }
           }
         }

@@ -24,10 +24,12 @@ struct GemmShape {
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, GemmShape shape, GemmOperand a,
                                GemmOperand b);
 
-// C (m x n, row stride ldc) = alpha * op(A) op(B) + beta * C; beta == 0 never reads C.
+// C (m x n, row stride ldc) = alpha * op(A) op(B) + beta * C (+ bias, n values added to every
+// row, when bias != nullptr); beta == 0 never reads C.
 // scratch holds gemm_scratch_bytes() bytes, 64-byte aligned. Bit-identical for any thread count:
 // every element of C is reduced over k in the same order whichever thread computes it.
 void gemm(const Kernels& kern, int threads, GemmShape shape, float alpha, GemmOperand a,
-          GemmOperand b, float beta, float* c, std::size_t ldc, void* scratch);
+          GemmOperand b, float beta, float* c, std::size_t ldc, void* scratch,
+          const float* bias = nullptr);
 
 }  // namespace attn::detail

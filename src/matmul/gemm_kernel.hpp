@@ -10,23 +10,33 @@
 namespace attn::detail {
 namespace ATTN_ISA_NS {
 
-// C = alpha * acc + beta * C for the first m rows and n columns of an MR x (NV lanes) tile;
-// beta == 0 never reads C. Edge tiles use masked loads and stores.
+// C = alpha * acc + beta * C (+ bias[j] when bias != nullptr) for the first m rows and n columns
+// of an MR x (NV lanes) tile; beta == 0 never reads C. Edge tiles use masked loads and stores.
 template <class A, int MR, int NV>
 inline void store_tile(const vfloat<A> (&acc)[MR][NV], float* c, std::size_t ldc, float alpha,
-                       float beta, std::size_t m, std::size_t n) {
+                       float beta, std::size_t m, std::size_t n, const float* bias) {
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
   constexpr std::size_t NR = NV * L;
   const V va(alpha), vb(beta);
+  V vbias[NV];
+#pragma GCC unroll 4
+  for (int j = 0; j < NV; ++j) {
+    const std::size_t c0 = static_cast<std::size_t>(j) * L;
+    const std::size_t w = c0 < n ? (n - c0 < L ? n - c0 : L) : 0;
+    vbias[j] = bias == nullptr || w == 0 ? V(0.0f)
+               : w == L                  ? V::load_unaligned(bias + c0)
+                                         : load_partial<A>(bias + c0, w, 0.0f);
+  }
   if (m == MR && n == NR) {
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       float* row = c + static_cast<std::size_t>(i) * ldc;
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) {
-        const V r = beta == 0.0f ? va * acc[i][j]
-                                 : fmadd<A>(vb, V::load_unaligned(row + j * L), va * acc[i][j]);
+        const V r = beta == 0.0f ? fmadd<A>(va, acc[i][j], vbias[j])
+                                 : fmadd<A>(vb, V::load_unaligned(row + j * L),
+                                            fmadd<A>(va, acc[i][j], vbias[j]));
         r.store_unaligned(row + j * L);
       }
     }
@@ -43,7 +53,8 @@ inline void store_tile(const vfloat<A> (&acc)[MR][NV], float* c, std::size_t ldc
       if (c0 >= n) break;
       const std::size_t w = n - c0 < L ? n - c0 : L;
       const V old = beta == 0.0f ? V(0.0f) : load_partial<A>(row + c0, w, 0.0f);
-      const V r = beta == 0.0f ? va * acc[i][j] : fmadd<A>(vb, old, va * acc[i][j]);
+      const V r = beta == 0.0f ? fmadd<A>(va, acc[i][j], vbias[j])
+                               : fmadd<A>(vb, old, fmadd<A>(va, acc[i][j], vbias[j]));
       if (w == L) {
         r.store_unaligned(row + c0);
       } else {
@@ -57,14 +68,14 @@ template <int MR, int NV>
 struct gemm_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
-                  float alpha, float beta, std::size_t m, std::size_t n) const;
+                  float alpha, float beta, std::size_t m, std::size_t n, const float* bias) const;
 };
 
 template <int MR, int NV>
 template <class A>
 void gemm_kernel<MR, NV>::operator()(A, std::size_t k, const float* a, const float* b, float* c,
                                      std::size_t ldc, float alpha, float beta, std::size_t m,
-                                     std::size_t n) const {
+                                     std::size_t n, const float* bias) const {
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
   constexpr std::size_t NR = NV * L;
@@ -90,7 +101,7 @@ void gemm_kernel<MR, NV>::operator()(A, std::size_t k, const float* a, const flo
     a += MR;
     b += NR;
   }
-  store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n);
+  store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n, bias);
 }
 
 }  // namespace ATTN_ISA_NS
@@ -108,7 +119,7 @@ struct gemm_direct_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* a, std::size_t lda, const float* b,
                   std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
-                  std::size_t m, std::size_t n) const {
+                  std::size_t m, std::size_t n, const float* bias) const {
     using V = vfloat<A>;
     constexpr std::size_t L = lanes<A>;
     constexpr std::size_t NR = NV * L;
@@ -155,7 +166,7 @@ struct gemm_direct_kernel {
         }
       }
     }
-    store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n);
+    store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n, bias);
   }
 };
 

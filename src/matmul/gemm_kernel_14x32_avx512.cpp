@@ -1,4 +1,5 @@
-// The 14 x 32 GEMM micro-kernel for Isa::avx512, and its A-panel packing.
+// The 14 x 32 GEMM micro-kernel for Isa::avx512, the 8 x 32 no-packing kernel, and the
+// packing and transposing helpers of the GEMM driver.
 #include "matmul/gemm_kernel.hpp"
 #include "matmul/gemm_kernel_isa.hpp"
 
@@ -7,12 +8,18 @@ namespace ATTN_ISA_NS {
 
 template void gemm_kernel<14, 2>::operator()<Arch>(Arch, std::size_t, const float*, const float*,
                                                    float*, std::size_t, float, float, std::size_t,
-                                                   std::size_t) const;
+                                                   std::size_t, const float*) const;
 
 void gemm_kernel_14x32(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
-                       float alpha, float beta, std::size_t m, std::size_t n) {
+                       float alpha, float beta, std::size_t m, std::size_t n, const float* bias) {
   static_assert(2 * lanes<Arch> == 32, "tile width");
-  gemm_kernel<14, 2>{}(Arch{}, k, a, b, c, ldc, alpha, beta, m, n);
+  gemm_kernel<14, 2>{}(Arch{}, k, a, b, c, ldc, alpha, beta, m, n, bias);
+}
+
+void gemm_direct(std::size_t k, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                 float* c, std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
+                 const float* bias) {
+  gemm_direct_kernel<8, 2>{}(Arch{}, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
 }
 
 void gemm_pack_a_14(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst) {
@@ -27,12 +34,6 @@ void gemm_pack_b_rows(const float* b, std::size_t ldb, std::size_t width, std::s
 void gemm_pack_a_cols(const float* a, std::size_t lda, std::size_t width, std::size_t k,
                       float* dst) {
   pack_n_kernel<14>{}(Arch{}, a, lda, width, k, dst);
-}
-
-// The small-matrix kernel: 8 rows of the same width, A and B read in place.
-void gemm_direct(std::size_t k, const float* a, std::size_t lda, const float* b, std::size_t ldb,
-                 float* c, std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n) {
-  gemm_direct_kernel<8, 2>{}(Arch{}, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n);
 }
 
 void transpose(const float* src, std::size_t lds, std::size_t rows, std::size_t cols, float* dst,

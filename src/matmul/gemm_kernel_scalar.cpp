@@ -4,7 +4,7 @@
 namespace attn::detail::scalar {
 
 void gemm_kernel_4x4(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
-                     float alpha, float beta, std::size_t m, std::size_t n) {
+                     float alpha, float beta, std::size_t m, std::size_t n, const float* bias) {
   float acc[4][4] = {};
   for (std::size_t p = 0; p < k; ++p) {
     for (int i = 0; i < 4; ++i) {
@@ -16,7 +16,8 @@ void gemm_kernel_4x4(std::size_t k, const float* a, const float* b, float* c, st
   for (std::size_t i = 0; i < m; ++i) {
     float* row = c + i * ldc;
     for (std::size_t j = 0; j < n; ++j) {
-      row[j] = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * row[j];
+      const float add = bias ? bias[j] : 0.0f;
+      row[j] = beta == 0.0f ? alpha * acc[i][j] + add : alpha * acc[i][j] + add + beta * row[j];
     }
   }
 }
@@ -37,7 +38,7 @@ void gemm_pack_n_4(const float* src, std::size_t ld, std::size_t width, std::siz
 
 void gemm_direct_4x4(std::size_t k, const float* a, std::size_t lda, const float* b,
                      std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
-                     std::size_t m, std::size_t n) {
+                     std::size_t m, std::size_t n, const float* bias) {
   float acc[4][4] = {};
   for (std::size_t p = 0; p < k; ++p) {
     for (std::size_t i = 0; i < m; ++i) {
@@ -49,7 +50,8 @@ void gemm_direct_4x4(std::size_t k, const float* a, std::size_t lda, const float
   for (std::size_t i = 0; i < m; ++i) {
     float* row = c + i * ldc;
     for (std::size_t j = 0; j < n; ++j) {
-      row[j] = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * row[j];
+      const float add = bias ? bias[j] : 0.0f;
+      row[j] = beta == 0.0f ? alpha * acc[i][j] + add : alpha * acc[i][j] + add + beta * row[j];
     }
   }
 }

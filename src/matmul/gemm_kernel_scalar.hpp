@@ -6,12 +6,12 @@ namespace attn::detail::scalar {
 
 // MR = 4, NR = 4; contract in dispatch/kernels.hpp.
 void gemm_kernel_4x4(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
-                     float alpha, float beta, std::size_t m, std::size_t n);
+                     float alpha, float beta, std::size_t m, std::size_t n, const float* bias);
 // Rows of a row-major A into a 4-wide panel: dst[p * 4 + i] = a[i * lda + p].
 // The no-packing kernel: C[m x n] (m, n <= 4) = alpha * A B + beta * C, A and B row-major.
 void gemm_direct_4x4(std::size_t k, const float* a, std::size_t lda, const float* b,
                      std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
-                     std::size_t m, std::size_t n);
+                     std::size_t m, std::size_t n, const float* bias);
 // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols.
 void transpose(const float* src, std::size_t lds, std::size_t rows, std::size_t cols, float* dst,
                std::size_t ldd);
