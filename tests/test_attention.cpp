@@ -131,6 +131,44 @@ TEST_CASE("attention splits long key ranges of few rows (decoding) exactly", "[a
   }
 }
 
+TEST_CASE("attention keeps O(n) memory: Lq = Lk = 32768 in under 64 MiB of scratch",
+          "[attention][memory]") {
+  // One head, d = 64: the full problem on the best ISA (about 275 GFLOP), and a decoding row
+  // against the same 32768 keys on every ISA.
+  const std::size_t n = 32768, d = 64;
+  attn_test::Rng rng(77);
+  const auto k = rng.uniform_vec(n * d), v = rng.uniform_vec(n * d);
+  const auto tk = attn::make_bhsd<const float>(k.data(), 1, 1, n, d);
+  const auto tv = attn::make_bhsd<const float>(v.data(), 1, 1, n, d);
+  {
+    attn::Context ctx = attn_test::make_context(attn::best_isa(), 2);
+    const auto q = rng.uniform_vec(n * d);
+    std::vector<float> out(n * d);
+    REQUIRE(attn::attention(ctx, attn::make_bhsd<const float>(q.data(), 1, 1, n, d), tk, tv,
+                            attn::make_bhsd(out.data(), 1, 1, n, d))
+                .ok());
+    INFO("peak scratch " << ctx.peak_scratch_bytes() << " bytes");
+    CHECK(ctx.peak_scratch_bytes() < 64u * 1024 * 1024);
+    for (std::size_t i = 0; i < n * d; i += 4099)
+      CHECK(std::isfinite(out[i]));
+  }
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    attn::Context ctx = attn_test::make_context(isa);
+    const auto q = rng.uniform_vec(d);
+    std::vector<float> out(d), ref(d);
+    const auto tq = attn::make_bhsd<const float>(q.data(), 1, 1, 1, d);
+    REQUIRE(attn::attention(ctx, tq, tk, tv, attn::make_bhsd(out.data(), 1, 1, 1, d)).ok());
+    CHECK(ctx.peak_scratch_bytes() < 64u * 1024 * 1024);
+    REQUIRE(attn::reference::attention(tq, tk, tv, attn::make_bhsd(ref.data(), 1, 1, 1, d)).ok());
+    // The bound of support/attention_case.hpp: |q|, |k|, |v| <= 1, scale 1/8, so S <= 8.
+    const double u = std::ldexp(1.0, -24);
+    const double tol = 2 * u * (2.0 * (d + 2) * 8.0 + 2.0 * n + 8.0);
+    for (std::size_t x = 0; x < d; ++x)
+      CHECK(std::fabs(out[x] - ref[x]) <= tol);
+  }
+}
+
 TEST_CASE("attention output is bit-identical for any thread count", "[attention][threads]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     AttentionCase c;
