@@ -229,23 +229,24 @@ class Task {
     }
   }
 
+  // Q rows of the tile into MR-wide panels (the GEMM's A layout), zero rows past the tile.
   void pack_q() const {
     const std::size_t mr = p_.mr, dk = p_.dk;
+    const std::ptrdiff_t ldq = call_.q.strides[2];
     for (std::size_t hh = 0; hh < nh_; ++hh) {
       float* dst = w_.q + hh * p_.bq * dk;
-      for (std::size_t ib = 0; ib < rows_pad_; ib += mr) {
-        for (std::size_t i = 0; i < mr; ++i) {
-          const std::size_t r = ib + i;
-          if (r < rows_) {
-            const float* src = &call_.q(ti_.b, h0_ + hh, q0_ + r, 0);
-            for (std::size_t x = 0; x < dk; ++x)
-              dst[x * mr + i] = src[x];
-          } else {
-            for (std::size_t x = 0; x < dk; ++x)
-              dst[x * mr + i] = 0.0f;
+      for (std::size_t ib = 0; ib < rows_pad_; ib += mr, dst += mr * dk) {
+        const std::size_t rows = ib < rows_ ? std::min(mr, rows_ - ib) : 0;
+        if (ldq > 0 && rows > 0) {
+          kern_.gemm_pack_a(&call_.q(ti_.b, h0_ + hh, q0_ + ib, 0), static_cast<std::size_t>(ldq),
+                            rows, dk, dst);
+          continue;
+        }
+        for (std::size_t i = 0; i < mr; ++i) {  // zero or negative row stride
+          for (std::size_t x = 0; x < dk; ++x) {
+            dst[x * mr + i] = i < rows ? call_.q(ti_.b, h0_ + hh, q0_ + ib + i, x) : 0.0f;
           }
         }
-        dst += mr * dk;
       }
     }
   }
@@ -404,9 +405,8 @@ class Task {
     } else if (l == 0.0f) {  // fully masked: zeros, by contract
       std::fill(out, out + p_.dv, 0.0f);
     } else {
-      const float inv = 1.0f / l;
-      for (std::size_t x = 0; x < p_.dv; ++x)
-        out[x] = orow[x] * inv;
+      std::memcpy(out, orow, p_.dv * sizeof(float));
+      kern_.scale(out, p_.dv, 1.0f / l);
     }
   }
 
