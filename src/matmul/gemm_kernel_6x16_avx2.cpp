@@ -1,45 +1,8 @@
-// The 6 x 16 GEMM micro-kernel for Isa::avx2, the 6 x 16 no-packing kernel, and the
-// packing and transposing helpers of the GEMM driver.
-#include "matmul/gemm_kernel.hpp"
-#include "matmul/gemm_kernel_isa.hpp"
-
-namespace attn::detail {
-namespace ATTN_ISA_NS {
-
-template void gemm_kernel<6, 2>::operator()<Arch>(Arch, std::size_t, const float*, const float*,
-                                                  float*, std::size_t, float, float, std::size_t,
-                                                  std::size_t, const float*) const;
-
-void gemm_kernel_6x16(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
-                      float alpha, float beta, std::size_t m, std::size_t n, const float* bias) {
-  static_assert(2 * lanes<Arch> == 16, "tile width");
-  gemm_kernel<6, 2>{}(Arch{}, k, a, b, c, ldc, alpha, beta, m, n, bias);
-}
-
-void gemm_direct(std::size_t k, const float* a, std::size_t lda, const float* b, std::size_t ldb,
-                 float* c, std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
-                 const float* bias) {
-  gemm_direct_kernel<6, 2>{}(Arch{}, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
-}
-
-void gemm_pack_a_6(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst) {
-  pack_t_kernel<6>{}(Arch{}, a, lda, rows, k, dst);
-}
-
-void gemm_pack_b_rows(const float* b, std::size_t ldb, std::size_t width, std::size_t k,
-                      float* dst) {
-  pack_n_kernel<16>{}(Arch{}, b, ldb, width, k, dst);
-}
-
-void gemm_pack_a_cols(const float* a, std::size_t lda, std::size_t width, std::size_t k,
-                      float* dst) {
-  pack_n_kernel<6>{}(Arch{}, a, lda, width, k, dst);
-}
-
-void transpose(const float* src, std::size_t lds, std::size_t rows, std::size_t cols, float* dst,
-               std::size_t ldd) {
-  transpose_matrix<Arch>(src, lds, rows, cols, dst, ldd);
-}
-
-}  // namespace ATTN_ISA_NS
-}  // namespace attn::detail
+// The 6 x 16 GEMM micro-kernel for Isa::avx2 (2 vectors wide), the 6 x 16 no-packing
+// kernel, and the GEMM driver's packing helpers.
+#define ATTN_GEMM_MR 6
+#define ATTN_GEMM_NV 2
+#define ATTN_GEMM_DIRECT_MR 6
+#define ATTN_GEMM_KERNEL gemm_kernel_6x16
+#define ATTN_GEMM_PACK_A gemm_pack_a_6
+#include "matmul/gemm_kernels_isa.inc"
