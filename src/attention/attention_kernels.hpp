@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "matmul/gemm_kernel.hpp"
 #include "simd/simd.hpp"
 #include "vmath/vmath_kernels.hpp"
 
@@ -34,26 +35,13 @@ void pv_kernel<MR, NV, LDA>::operator()(A, std::size_t k, const float* p, const 
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
   V acc[MR][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j)
-      acc[i][j] = V(0.0f);
-  }
-  for (std::size_t q = 0; q < k; ++q) {
+  zero_tile<A, MR, NV>(acc);
+  for (std::size_t q = 0; q < k; ++q, ++p, b += ldb) {
     V bv[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
       bv[j] = V::load_unaligned(b + j * L);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const V pi(p[i * LDA]);
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j)
-        acc[i][j] = fmadd<A>(pi, bv[j], acc[i][j]);
-    }
-    p += 1;
-    b += ldb;
+    rank1_update<A, MR, NV>(acc, bv, [p](int i) { return p[i * LDA]; });
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {

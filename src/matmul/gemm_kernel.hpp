@@ -10,6 +10,30 @@
 namespace attn::detail {
 namespace ATTN_ISA_NS {
 
+// The register tile: MR x NV vectors of accumulators, set to zero, then rank-1 updates
+// acc[i][:] += a(i) * bv[:] per k step.
+template <class A, int MR, int NV>
+inline void zero_tile(vfloat<A> (&acc)[MR][NV]) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      acc[i][j] = vfloat<A>(0.0f);
+  }
+}
+
+template <class A, int MR, int NV, class RowValue>
+inline void rank1_update(vfloat<A> (&acc)[MR][NV], const vfloat<A> (&bv)[NV],
+                         const RowValue& a_of_row) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    const vfloat<A> ai(a_of_row(i));
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      acc[i][j] = fmadd<A>(ai, bv[j], acc[i][j]);
+  }
+}
+
 // C = alpha * acc + beta * C (+ bias[j] when bias != nullptr) for the first m rows and n columns
 // of an MR x (NV lanes) tile; beta == 0 never reads C. Edge tiles use masked loads and stores.
 template <class A, int MR, int NV>
@@ -80,26 +104,13 @@ void gemm_kernel<MR, NV>::operator()(A, std::size_t k, const float* a, const flo
   constexpr std::size_t L = lanes<A>;
   constexpr std::size_t NR = NV * L;
   V acc[MR][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j)
-      acc[i][j] = V(0.0f);
-  }
-  for (std::size_t p = 0; p < k; ++p) {
+  zero_tile<A, MR, NV>(acc);
+  for (std::size_t p = 0; p < k; ++p, a += MR, b += NR) {
     V bv[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
       bv[j] = V::load_unaligned(b + j * L);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const V ai(a[i]);
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j)
-        acc[i][j] = fmadd<A>(ai, bv[j], acc[i][j]);
-    }
-    a += MR;
-    b += NR;
+    rank1_update<A, MR, NV>(acc, bv, [a](int i) { return a[i]; });
   }
   store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n, bias);
 }
@@ -124,14 +135,12 @@ struct gemm_direct_kernel {
     constexpr std::size_t L = lanes<A>;
     constexpr std::size_t NR = NV * L;
     V acc[MR][NV];
+    zero_tile<A, MR, NV>(acc);
     const float* rows[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       // Rows past m repeat row 0: valid memory, and their results are never stored.
       rows[i] = a + (static_cast<std::size_t>(i) < m ? static_cast<std::size_t>(i) * lda : 0);
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j)
-        acc[i][j] = V(0.0f);
     }
     if (n == NR) {
       for (std::size_t p = 0; p < k; ++p, b += ldb) {
