@@ -125,6 +125,29 @@ TEST_CASE("matmul alpha, beta, strides, deep k and tile multiples", "[matmul]") 
   }
 }
 
+TEST_CASE("matmul at every ISA's tile and block sizes plus and minus one", "[matmul]") {
+  // MR: 4 (scalar), 6 (sse2, avx2), 8 (neon, avx512 no-packing), 14 (avx512); NR: 4, 8, 12,
+  // 16, 32; KC: 256, 512.
+  attn_test::Rng rng(13);
+  const std::size_t ms[] = {5, 7, 9, 13, 15, 27, 29};
+  const std::size_t ns[] = {11, 13, 17, 31, 33, 65};
+  const std::size_t ks[] = {1, 255, 257, 511, 513};
+  for (attn::Isa isa : attn_test::test_isas()) {
+    attn::Context ctx = attn_test::make_context(isa);
+    unsigned i = 0;
+    for (std::size_t m : ms) {
+      for (std::size_t n : ns) {
+        const std::size_t k = ks[i % 5];
+        const Transpose ta = (i / 5) % 2 ? Transpose::yes : Transpose::no;
+        const Transpose tb = (i / 10) % 2 ? Transpose::yes : Transpose::no;
+        ++i;
+        INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k);
+        run_case(ctx, {m, n, k, ta, tb, 1.0f, i % 3 == 0 ? 0.0f : -0.5f, i % 4}, rng);
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul with k == 0 scales c by beta", "[matmul]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx = attn_test::make_context(isa);
