@@ -546,9 +546,47 @@ class Task {
   std::size_t h0_ = 0, nh_ = 0, q0_ = 0, rows_ = 0, rows_pad_ = 0, kc0_ = 0, kc1_ = 0;
 };
 
+// The latency path (the seed's 6 x 6 x 16, a handful of keys): each query row on its own with
+// K and V read in place, on the caller's thread, with no scratch at all.
+bool use_small_rows(const AttentionCall& call) {
+  const AttentionDims& d = call.dims;
+  const double flops = 2.0 * double(d.batch * d.heads_q) * double(d.len_q) * double(d.len_k) *
+                       double(d.dim_k + d.dim_v);
+  return d.len_k <= kSmallRowKeys && flops < kMinParallelFlops && call.k.strides[2] >= 0 &&
+         call.v.strides[2] >= 0;
+}
+
+void run_small_rows(const Kernels& kern, const AttentionCall& call) {
+  const AttentionDims& d = call.dims;
+  const TensorView<float>& w = call.options->weights;
+  const std::size_t group = d.heads_q / d.heads_kv;
+  const std::size_t ldk = static_cast<std::size_t>(call.k.strides[2]);
+  const std::size_t ldv = static_cast<std::size_t>(call.v.strides[2]);
+  unsigned char allowed[kSmallRowKeys];
+  for (std::size_t b = 0; b < d.batch; ++b) {
+    for (std::size_t h = 0; h < d.heads_q; ++h) {
+      const MaskRows mr(call.options->mask, d, b, h);
+      const std::size_t hk = h / group;
+      const float* k = d.len_k ? &call.k(b, hk, 0, 0) : nullptr;
+      const float* v = d.len_k ? &call.v(b, hk, 0, 0) : nullptr;
+      for (std::size_t i = 0; i < d.len_q; ++i) {
+        const KeyRange r = mr.range(i);
+        const std::uint8_t* keep = mr.allowed_row(i);
+        for (std::size_t j = 0; j < d.len_k; ++j) {
+          allowed[j] = j >= r.begin && j < r.end && (keep == nullptr || keep[j] != 0);
+        }
+        kern.attention_small_row(&call.q(b, h, i, 0), k, ldk, v, ldv, d.len_k, d.dim_k, d.dim_v,
+                                 d.scale, allowed, mr.additive_row(i), &call.out(b, h, i, 0),
+                                 w.data ? &w(b, h, i, 0) : nullptr);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::size_t attention_scratch_bytes(const Kernels& kern, int threads, const AttentionCall& call) {
+  if (use_small_rows(call)) return 0;
   const Plan p = make_plan(kern, call);
   return p.pack_bytes + p.partial_bytes + static_cast<std::size_t>(threads) * p.per_thread_bytes;
 }
@@ -556,6 +594,10 @@ std::size_t attention_scratch_bytes(const Kernels& kern, int threads, const Atte
 void attention_run(const Kernels& kern, int threads, const AttentionCall& call, void* scratch) {
   const AttentionDims& d = call.dims;
   if (d.batch == 0 || d.heads_q == 0 || d.len_q == 0) return;
+  if (use_small_rows(call)) {
+    run_small_rows(kern, call);
+    return;
+  }
   const Plan p = make_plan(kern, call);
   // Below about 10 microseconds of work, starting threads costs more than it saves (the seed's
   // 6 x 6 x 16 problem runs on the caller's thread whatever the Context says).

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "dispatch/kernels.hpp"
 #include "matmul/gemm_kernel.hpp"
 #include "simd/simd.hpp"
 #include "vmath/vmath_kernels.hpp"
@@ -108,6 +109,76 @@ void online_softmax_kernel::operator()(A, float* s, std::size_t ld, std::size_t 
     m[i] = m_new;
   }
 }
+
+// SmallRowKernel: dot products along the head dimension, the softmax over at most
+// kSmallRowKeys scores, and the weighted sum of V rows along the value dimension.
+struct small_row_kernel {
+  template <class A>
+  void operator()(A, const float* q, const float* k, std::size_t ldk, const float* v,
+                  std::size_t ldv, std::size_t lk, std::size_t dk, std::size_t dv, float scale,
+                  const unsigned char* allowed, const float* bias, float* out,
+                  float* weights) const {
+    using V = vfloat<A>;
+    constexpr std::size_t L = lanes<A>;
+    alignas(64) float s[kSmallRowKeys + L];
+    float m = -INFINITY;
+    bool nan = false;
+    for (std::size_t j = 0; j < lk; ++j) {
+      if (!allowed[j]) {
+        s[j] = -INFINITY;
+        continue;
+      }
+      const float* kj = k + j * ldk;
+      V acc(0.0f);
+      std::size_t x = 0;
+      for (; x + L <= dk; x += L)
+        acc = fmadd<A>(V::load_unaligned(q + x), V::load_unaligned(kj + x), acc);
+      if (x < dk)
+        acc = fmadd<A>(load_partial<A>(q + x, dk - x, 0.0f), load_partial<A>(kj + x, dk - x, 0.0f),
+                       acc);
+      s[j] = reduce_add<A>(acc) * scale + (bias ? bias[j] : 0.0f);
+      nan = nan || s[j] != s[j];
+      m = s[j] > m ? s[j] : m;
+    }
+    if (nan || m == INFINITY || m == -INFINITY) {
+      const float fill = m == -INFINITY && !nan ? 0.0f : NAN;
+      for (std::size_t x = 0; x < dv; ++x)
+        out[x] = fill;
+      if (weights) {
+        for (std::size_t j = 0; j < lk; ++j)
+          weights[j] = fill;
+      }
+      return;
+    }
+    V sum(0.0f);
+    for (std::size_t j = 0; j < lk; j += L) {
+      const std::size_t n = lk - j < L ? lk - j : L;
+      const V e = expf_impl::exp_nonpositive_flush<A>(load_partial<A>(s + j, n, -INFINITY) - V(m));
+      e.store_aligned(s + j);  // lanes past lk land in the slack of s
+      sum += e;
+    }
+    const float inv = 1.0f / reduce_add<A>(sum);
+    for (std::size_t x = 0; x < dv; x += L) {
+      const std::size_t n = dv - x < L ? dv - x : L;
+      V acc(0.0f);
+      for (std::size_t j = 0; j < lk; ++j) {
+        if (!allowed[j]) continue;  // blocked keys are never read
+        const float* vj = v + j * ldv + x;
+        acc = fmadd<A>(V(s[j]), n == L ? V::load_unaligned(vj) : load_partial<A>(vj, n, 0.0f), acc);
+      }
+      acc = acc * V(inv);
+      if (n == L) {
+        acc.store_unaligned(out + x);
+      } else {
+        store_partial<A>(out + x, n, acc);
+      }
+    }
+    if (weights) {
+      for (std::size_t j = 0; j < lk; ++j)
+        weights[j] = s[j] * inv;
+    }
+  }
+};
 
 }  // namespace ATTN_ISA_NS
 }  // namespace attn::detail

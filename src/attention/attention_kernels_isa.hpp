@@ -3,13 +3,16 @@
 
 #include <cstddef>
 
-#define ATTN_DECLARE_ATTENTION_KERNELS(isa, pv)                                                \
-  namespace isa {                                                                              \
-  void pv(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,            \
-          std::size_t ldc, const float* row_scale);                                            \
-  void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols, float* m,  \
-                      float* l, float* alpha);                                                 \
-  void pack_kt(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk, float* dst); \
+#define ATTN_DECLARE_ATTENTION_KERNELS(isa, pv)                                                    \
+  namespace isa {                                                                                  \
+  void pv(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,                \
+          std::size_t ldc, const float* row_scale);                                                \
+  void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols, float* m,      \
+                      float* l, float* alpha);                                                     \
+  void small_row(const float* q, const float* k, std::size_t ldk, const float* v, std::size_t ldv, \
+                 std::size_t lk, std::size_t dk, std::size_t dv, float scale,                      \
+                 const unsigned char* allowed, const float* bias, float* out, float* weights);     \
+  void pack_kt(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk, float* dst);     \
   }
 
 namespace attn::detail {

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "dispatch/kernels.hpp"
+
 #include "vmath/vmath_scalar.hpp"
 
 namespace attn::detail::scalar {
@@ -57,6 +59,50 @@ void pack_kt_4(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk
   for (std::size_t x = 0; x < dk; ++x) {
     for (std::size_t j = 0; j < 4; ++j)
       dst[x * 4 + j] = j < keys ? k[j * ldk + x] : 0.0f;
+  }
+}
+
+void small_row(const float* q, const float* k, std::size_t ldk, const float* v, std::size_t ldv,
+               std::size_t lk, std::size_t dk, std::size_t dv, float scale,
+               const unsigned char* allowed, const float* bias, float* out, float* weights) {
+  float s[kSmallRowKeys];
+  float m = -INFINITY;
+  bool nan = false;
+  for (std::size_t j = 0; j < lk; ++j) {
+    if (!allowed[j]) {
+      s[j] = -INFINITY;
+      continue;
+    }
+    float dot = 0.0f;
+    for (std::size_t x = 0; x < dk; ++x)
+      dot += q[x] * k[j * ldk + x];
+    s[j] = dot * scale + (bias ? bias[j] : 0.0f);
+    nan = nan || std::isnan(s[j]);
+    m = s[j] > m ? s[j] : m;
+  }
+  if (nan || m == INFINITY || m == -INFINITY) {
+    const float fill = m == -INFINITY && !nan ? 0.0f : NAN;
+    for (std::size_t x = 0; x < dv; ++x)
+      out[x] = fill;
+    if (weights) {
+      for (std::size_t j = 0; j < lk; ++j)
+        weights[j] = fill;
+    }
+    return;
+  }
+  const float inv = static_cast<float>(1.0 / exp_minus_max_sum(s, s, lk, m));
+  for (std::size_t x = 0; x < dv; ++x)
+    out[x] = 0.0f;
+  for (std::size_t j = 0; j < lk; ++j) {
+    if (!allowed[j]) continue;  // blocked keys are never read
+    for (std::size_t x = 0; x < dv; ++x)
+      out[x] += s[j] * v[j * ldv + x];
+  }
+  for (std::size_t x = 0; x < dv; ++x)
+    out[x] *= inv;
+  if (weights) {
+    for (std::size_t j = 0; j < lk; ++j)
+      weights[j] = s[j] * inv;
   }
 }
 

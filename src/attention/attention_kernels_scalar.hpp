@@ -10,6 +10,9 @@ void pv_kernel_4x4_bk64(std::size_t k, const float* p, const float* b, std::size
                         std::size_t ldc, const float* row_scale);
 void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols, float* m,
                     float* l, float* alpha);
+void small_row(const float* q, const float* k, std::size_t ldk, const float* v, std::size_t ldv,
+               std::size_t lk, std::size_t dk, std::size_t dv, float scale,
+               const unsigned char* allowed, const float* bias, float* out, float* weights);
 // NR = 4.
 void pack_kt_4(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk, float* dst);
 

@@ -61,6 +61,17 @@ using SoftmaxTileKernel = void (*)(float* s, std::size_t ld, std::size_t rows, s
 using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk,
                               float* dst);
 
+// The latency path of attention: one query row against lk <= kSmallRowKeys keys read in place
+// (no packing). allowed[j] != 0 marks the keys the mask lets the row attend (the others are
+// never read); bias is nullptr or lk values added to the scaled scores. Writes out[0, dv) and,
+// when weights != nullptr, weights[0, lk). Row semantics as the fused path (fully masked: zeros;
+// a NaN or +inf score: NaN).
+constexpr std::size_t kSmallRowKeys = 32;
+using SmallRowKernel = void (*)(const float* q, const float* k, std::size_t ldk, const float* v,
+                                std::size_t ldv, std::size_t lk, std::size_t dk, std::size_t dv,
+                                float scale, const unsigned char* allowed, const float* bias,
+                                float* out, float* weights);
+
 struct Kernels {
   Isa isa;
 
@@ -95,6 +106,7 @@ struct Kernels {
   PvUkernel attention_pv;
   SoftmaxTileKernel attention_softmax;
   PackKtKernel attention_pack_kt;
+  SmallRowKernel attention_small_row;
 };
 
 // The table of an ISA compiled into this build, or nullptr. Does not check the CPU.

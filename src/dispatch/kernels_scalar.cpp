@@ -31,6 +31,7 @@ const Kernels kScalarKernels = {
     &scalar::pv_kernel_4x4_bk64,
     &scalar::online_softmax,
     &scalar::pack_kt_4,
+    &scalar::small_row,
 };
 
 }  // namespace attn::detail
