@@ -8,6 +8,8 @@
 // --summary: print the summary table after any run.
 // ATTN_ISA=<isa> makes <isa> the default ISA and leaves out the ISAs above it, as on a CPU
 // without them (the peers still run on whatever they detect).
+// Exit status: 0, or 1 when a benchmark failed (attn returned an error, or a result was wrong),
+// 2 for unknown flags.
 #include <unistd.h>
 
 #include <cstdio>
@@ -175,7 +177,15 @@ int main(int argc, char** argv) {
   }
   attn_bench::CollectingReporter collector(inner.get());
   benchmark::RunSpecifiedBenchmarks(&collector);
-  if (quick || summary) attn_bench::print_summary(*table, header, collector.results());
+  const auto results = collector.results();
+  if (quick || summary) attn_bench::print_summary(*table, header, results);
   benchmark::Shutdown();
-  return 0;
+  // A benchmark that failed (an attn error, a peer's wrong result) fails the run.
+  int failed = 0;
+  for (const auto& [name, r] : results) {
+    if (r.error)
+      std::fprintf(stderr, "attn-bench: %s failed: %s\n", name.c_str(), r.message.c_str());
+    failed += r.error;
+  }
+  return failed ? 1 : 0;
 }
