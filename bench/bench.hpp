@@ -54,8 +54,9 @@ const std::vector<float>& random_vec(std::size_t n, float lo, float hi, std::uin
 
 // Settings of this run, fixed before registration.
 struct Options {
-  bool quick = false;                         // ours on the default ISA only, plus the peers
-  std::vector<attn::Isa> isas;                // the ISAs whose kernels run, scalar first
+  bool quick = false;             // fewer shapes, ours on the default ISA only, plus the peers
+  bool default_isa_only = false;  // ours on the default ISA only, plus the peers
+  std::vector<attn::Isa> isas;    // the ISAs whose kernels run, scalar first
   attn::Isa default_isa = attn::Isa::scalar;  // best_isa(), or ATTN_ISA when set
   int max_threads = 1;                        // the 2-thread variants need 2 cores
 };

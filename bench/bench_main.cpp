@@ -1,11 +1,13 @@
 // attn-bench: Google Benchmark of attn's routines on every ISA the CPU supports, beside the peer
 // libraries found at configure time, with the machine's FMA peak measured at start-up.
 //
-//   attn-bench [--quick] [--summary] [Google Benchmark flags]
+//   attn-bench [--quick] [--summary] [--default-isa] [Google Benchmark flags]
 //
-// --quick:   ours on the default ISA and the peers only, short runs (3 repetitions of at least
-//            0.02 s), then a summary table. Under a minute. Later flags override its defaults.
-// --summary: print the summary table after any run.
+// --quick:       ours on the default ISA and the peers, the shapes that run fast (3 repetitions
+//                of at least 0.02 s), then a summary table. Under a minute. Later flags
+//                override its defaults.
+// --summary:     print the summary table after any run.
+// --default-isa: ours on the default ISA only (and the peers), every shape.
 // ATTN_ISA=<isa> makes <isa> the default ISA and leaves out the ISAs above it, as on a CPU
 // without them (the peers still run on whatever they detect).
 // Exit status: 0, or 1 when a benchmark failed (attn returned an error, or a result was wrong),
@@ -31,11 +33,13 @@ const char* kUsage =
     "attn-bench: attn's matmul, exp, softmax, attention and self-attention on every ISA this CPU\n"
     "supports, beside the peer libraries found when it was built.\n"
     "\n"
-    "  attn-bench [--quick] [--summary] [Google Benchmark flags]\n"
+    "  attn-bench [--quick] [--summary] [--default-isa] [Google Benchmark flags]\n"
     "\n"
-    "  --quick    ours on the default ISA and the peers, 3 short repetitions each, then a\n"
-    "             summary table (under a minute). Later flags override its defaults.\n"
-    "  --summary  print the summary table at the end of any run.\n"
+    "  --quick        ours on the default ISA and the peers, the shapes that run fast, 3 short\n"
+    "                 repetitions each, then a summary table (under a minute). Later flags\n"
+    "                 override its defaults.\n"
+    "  --summary      print the summary table at the end of any run.\n"
+    "  --default-isa  ours on the default ISA only (and the peers), every shape.\n"
     "  ATTN_ISA=<isa>  run <isa> as the default and leave out the ISAs above it.\n"
     "\n"
     "Counters: FLOP or elem (rates per second of the benchmark thread's CPU time), peak% (of the\n"
@@ -55,20 +59,25 @@ std::string gflops(double f) {
   return buf;
 }
 
-// The value of the last --benchmark_format=... flag, or "console".
-std::string output_format(const std::vector<char*>& args) {
-  std::string format = "console";
-  const char* flag = "--benchmark_format=";
+// The value of the last --<name>=... flag, or fallback.
+std::string flag_value(const std::vector<char*>& args, const std::string& name,
+                       const std::string& fallback) {
+  std::string value = fallback;
+  const std::string prefix = "--" + name + "=";
   for (const char* a : args) {
-    if (std::strncmp(a, flag, std::strlen(flag)) == 0) format = a + std::strlen(flag);
+    if (std::strncmp(a, prefix.c_str(), prefix.size()) == 0) value = a + prefix.size();
   }
-  return format;
+  return value;
+}
+
+bool truthy(const std::string& v) {
+  return v == "true" || v == "yes" || v == "1";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, summary = false;
+  bool quick = false, summary = false, default_isa_only = false;
   std::vector<char*> args = {argv[0]};
   static char min_time[] = "--benchmark_min_time=0.02";
   static char repetitions[] = "--benchmark_repetitions=3";
@@ -79,6 +88,8 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (std::strcmp(argv[i], "--summary") == 0) {
       summary = true;
+    } else if (std::strcmp(argv[i], "--default-isa") == 0) {
+      default_isa_only = true;
     } else {
       if (std::strcmp(argv[i], "--help") == 0) std::fputs(kUsage, stdout);
       rest.push_back(argv[i]);
@@ -86,7 +97,10 @@ int main(int argc, char** argv) {
   }
   if (quick) args.insert(args.end(), {min_time, repetitions, aggregates});
   args.insert(args.end(), rest.begin(), rest.end());
-  const std::string format = output_format(args);  // before Initialize consumes the flags
+  // Read before Initialize consumes them: the reporter is made here, so these are applied here.
+  const std::string format = flag_value(args, "benchmark_format", "console");
+  const std::string colour_flag = flag_value(args, "benchmark_color", "auto");
+  const bool tabular = truthy(flag_value(args, "benchmark_counters_tabular", "false"));
   int n = static_cast<int>(args.size());
   args.push_back(nullptr);
   benchmark::Initialize(&n, args.data());
@@ -99,6 +113,7 @@ int main(int argc, char** argv) {
   }
   attn_bench::Options options;
   options.quick = quick;
+  options.default_isa_only = default_isa_only;
   options.default_isa = probe_ctx.isa();
   options.max_threads = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   std::vector<std::string> isa_names;
@@ -145,7 +160,8 @@ int main(int argc, char** argv) {
 #endif
   const auto peers = attn_bench::peer_descriptions();
   benchmark::AddCustomContext("peers", peers.empty() ? "none" : join(peers, "; "));
-  benchmark::AddCustomContext("mode", quick ? "quick" : "full");
+  benchmark::AddCustomContext("mode",
+                              quick ? "quick" : (default_isa_only ? "default ISA" : "full"));
 
   attn_bench::register_ours(options);
   attn_bench::register_peers(options);
@@ -166,10 +182,14 @@ int main(int argc, char** argv) {
     table = &std::cerr;
   } else {
     const bool to_stderr = quick;
-    const bool colour = isatty(to_stderr ? STDERR_FILENO : STDOUT_FILENO) == 1 &&
-                        std::getenv("NO_COLOR") == nullptr;
-    inner = std::make_unique<benchmark::ConsoleReporter>(
-        colour ? benchmark::ConsoleReporter::OO_Color : benchmark::ConsoleReporter::OO_None);
+    const bool colour = colour_flag == "auto"
+                            ? isatty(to_stderr ? STDERR_FILENO : STDOUT_FILENO) == 1 &&
+                                  std::getenv("NO_COLOR") == nullptr
+                            : truthy(colour_flag);
+    using Console = benchmark::ConsoleReporter;
+    inner = std::make_unique<Console>(
+        static_cast<Console::OutputOptions>((colour ? Console::OO_Color : Console::OO_None) |
+                                            (tabular ? Console::OO_Tabular : Console::OO_None)));
     if (to_stderr) {
       inner->SetOutputStream(&std::cerr);
       inner->SetErrorStream(&std::cerr);

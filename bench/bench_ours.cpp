@@ -244,7 +244,7 @@ void register_ours(const Options& options) {
       {1, 128, 768, 12, 64, true, V::q1 | V::q2},  // BERT-base, 128 tokens
   };
   for (attn::Isa isa : options.isas) {
-    if (options.quick && isa != options.default_isa) continue;
+    if ((options.quick || options.default_isa_only) && isa != options.default_isa) continue;
     for (const auto& s : kMatmulShapes) {
       for (int t : thread_counts(options, s.variants))
         register_matmul(isa, s, t);
