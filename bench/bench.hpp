@@ -38,6 +38,9 @@ const std::vector<Info>& registry();
 // nullptr if no benchmark has this name.
 const Info* find(const std::string& name);
 
+// A run's name without the "/real_time" Google Benchmark appends to multi-threaded benchmarks.
+std::string base_name(const std::string& run_name);
+
 // Full name from the parts (see Info).
 std::string full_name(const std::string& routine, const std::string& impl, const std::string& shape,
                       int threads);
@@ -107,8 +110,10 @@ struct Clocks {
 //   FLOP or elem: work per iteration as a rate (shown as e.g. "123.4G/s");
 //   peak%: FLOP/s as a percentage of threads × machine_peak() (FLOP benchmarks only);
 //   cores: process CPU time / wall time over the loop: 1.0 means one busy thread. A peer that
-//          starts threads of its own shows here.
-// Rates use the benchmark thread's CPU time, as Google Benchmark's own rates do.
+//          starts threads of its own shows here, and so does a machine too busy to give a
+//          multi-threaded benchmark all its cores.
+// One-thread rates use the benchmark thread's CPU time, as Google Benchmark's own rates do (time
+// the OS gives other processes does not count); multi-threaded ones use wall time.
 void set_counters(benchmark::State& state, const Info& info, double work_per_iteration,
                   const Clocks& start, const Clocks& end);
 

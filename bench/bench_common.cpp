@@ -59,7 +59,10 @@ void commit() {
   for (std::size_t i : order) {
     index()[infos()[i].name] = sorted.size();
     sorted.push_back(infos()[i]);
-    benchmark::RegisterBenchmark(infos()[i].name.c_str(), std::move(functions()[i]));
+    auto* b = benchmark::RegisterBenchmark(infos()[i].name.c_str(), std::move(functions()[i]));
+    // With several threads, one thread's CPU time says nothing about the elapsed time: rates
+    // are over wall time (and Google Benchmark appends "/real_time" to the name).
+    if (infos()[i].threads > 1) b->UseRealTime();
   }
   infos() = std::move(sorted);
   functions().clear();
@@ -72,6 +75,14 @@ const std::vector<Info>& registry() {
 const Info* find(const std::string& name) {
   const auto it = index().find(name);
   return it == index().end() ? nullptr : &infos()[it->second];
+}
+
+std::string base_name(const std::string& run_name) {
+  const std::string suffix = "/real_time";
+  if (run_name.size() > suffix.size() &&
+      run_name.compare(run_name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return run_name.substr(0, run_name.size() - suffix.size());
+  return run_name;
 }
 
 std::string full_name(const std::string& routine, const std::string& impl, const std::string& shape,
@@ -149,11 +160,12 @@ void set_counters(benchmark::State& state, const Info& info, double work_per_ite
   state.counters[info.unit == Unit::flop ? "FLOP" : "elem"] =
       Counter(work_per_iteration, Counter::kIsIterationInvariantRate, Counter::OneK::kIs1000);
   const double iterations = static_cast<double>(state.iterations());
-  const double cpu = end.thread_cpu - start.thread_cpu;
   const double wall = end.wall - start.wall;
-  if (info.unit == Unit::flop && g_peak > 0 && cpu > 0) {
+  // The time Google Benchmark's rates use: this thread's CPU time, or wall time with threads.
+  const double time = info.threads > 1 ? wall : end.thread_cpu - start.thread_cpu;
+  if (info.unit == Unit::flop && g_peak > 0 && time > 0) {
     state.counters["peak%"] =
-        100.0 * work_per_iteration * iterations / cpu / (g_peak * info.threads);
+        100.0 * work_per_iteration * iterations / time / (g_peak * info.threads);
   }
   if (wall > 0) state.counters["cores"] = (end.process_cpu - start.process_cpu) / wall;
 }

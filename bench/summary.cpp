@@ -25,9 +25,11 @@ double rate_of(const benchmark::BenchmarkReporter::Run& r) {
   return std::max(counter(r, "FLOP"), counter(r, "elem"));
 }
 
-// Seconds per iteration of the benchmark thread's CPU time.
+// Seconds per iteration: the benchmark thread's CPU time, or wall time for multi-threaded runs.
 double seconds_of(const benchmark::BenchmarkReporter::Run& r) {
-  return r.GetAdjustedCPUTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
+  const double t =
+      r.run_name.time_type == "real_time" ? r.GetAdjustedRealTime() : r.GetAdjustedCPUTime();
+  return t / benchmark::GetTimeUnitMultiplier(r.time_unit);
 }
 
 // Display width of UTF-8 text (code points; every character used here is one column wide).
@@ -99,7 +101,7 @@ bool CollectingReporter::ReportContext(const Context& context) {
 
 void CollectingReporter::ReportRuns(const std::vector<Run>& runs) {
   for (const Run& r : runs) {
-    const std::string name = r.run_name.str();
+    const std::string name = base_name(r.run_name.str());
     if (r.error_occurred) {
       errors_[name] = r;
     } else if (r.run_type == Run::RT_Iteration) {
@@ -180,12 +182,15 @@ void print_summary(std::ostream& out, const SummaryHeader& header,
       << "CPU: " << header.cpu << "\n"
       << "FMA peak of one core (start-up probe): " << giga(header.peak) << " GFLOP/s ("
       << header.peak_what << "). Rates: GFLOP/s, or G elements/s for exp and softmax.\n"
-      << "Times are the benchmark thread's CPU time per call. ours/peer > 1: attn is faster.\n\n";
+      << "Times per call: the benchmark thread's CPU time, wall time with 2 threads. "
+         "ours/peer > 1: attn is faster.\n"
+      << "cores: ours' process CPU time / wall time (below the thread count: the CPUs were "
+         "shared with other processes).\n\n";
 
   const std::vector<std::pair<std::string, std::size_t>> cols = {
       {"routine", 17}, {"shape", 20},     {"thr", 3},       {"ours " + header.isa, 11},
       {"time", 10},    {"best peer", 16}, {"peer rate", 9}, {"ours/peer", 9},
-      {"% peak", 6}};
+      {"% peak", 6},   {"cores", 5}};
   std::string line, rule;
   for (std::size_t i = 0; i < cols.size(); ++i) {
     line += pad(cols[i].first, cols[i].second, i >= 2 && i != 5) + "  ";
@@ -197,18 +202,23 @@ void print_summary(std::ostream& out, const SummaryHeader& header,
   out << line << "\n" << rule << "\n";
 
   std::vector<std::string> notes;
+  int contended = 0;
   for (const auto& [key, row] : rows) {
     const Info* any = row.ours ? row.ours : row.peers.front();
-    std::string ours_rate = "-", ours_time = "-", peak = "-";
+    std::string ours_rate = "-", ours_time = "-", peak = "-", cores = "-";
     double ours_value = 0;
     if (row.ours) {
       const auto& r = results.at(row.ours->name);
+      if (!r.error && row.ours->threads > 1 && r.cores < 0.9 * row.ours->threads) {
+        ++contended;
+      }
       if (r.error) {
         ours_rate = "error";
         notes.push_back(row.ours->name + ": " + r.message);
       } else {
         ours_value = r.rate;
         ours_rate = giga(r.rate);
+        cores = fmt("%.2f", r.cores);
         ours_time = duration(r.seconds);
         if (row.ours->unit == Unit::flop && header.peak > 0)
           peak = fmt("%.0f%%", 100.0 * r.rate / (header.peak * row.ours->threads));
@@ -231,6 +241,7 @@ void print_summary(std::ostream& out, const SummaryHeader& header,
       peer = peer_name(best->impl);
       peer_rate = giga(best_rate);
       if (ours_value > 0) ratio = fmt("%.2f×", ours_value / best_rate);
+      if (best->threads > 1 && r.cores < 0.9 * best->threads) ++contended;
       if (r.cores > best->threads + 0.3) {
         peer += " !";
         notes.push_back(best->name + " kept " + fmt("%.1f", r.cores) + " cores busy on " +
@@ -245,7 +256,8 @@ void print_summary(std::ostream& out, const SummaryHeader& header,
                                             peer,
                                             peer_rate,
                                             ratio,
-                                            peak};
+                                            peak,
+                                            cores};
     line.clear();
     for (std::size_t i = 0; i < cols.size(); ++i)
       line += pad(cells[i], cols[i].second, i >= 2 && i != 5) + "  ";
@@ -254,6 +266,11 @@ void print_summary(std::ostream& out, const SummaryHeader& header,
     out << line << "\n";
   }
   notes.insert(notes.begin(), header.notes.begin(), header.notes.end());
+  if (contended) {
+    notes.push_back(std::to_string(contended) +
+                    " multi-threaded result(s) ran with fewer busy cores than threads (see the "
+                    "cores counter): other processes shared the CPUs, so their rates are low");
+  }
   for (const std::string& n : notes)
     out << "note: " << n << "\n";
   out.flush();
