@@ -117,9 +117,12 @@ struct Clocks {
 void set_counters(benchmark::State& state, const Info& info, double work_per_iteration,
                   const Clocks& start, const Clocks& end);
 
-// Runs body() in the benchmark loop and sets the counters.
+// Runs body() in the benchmark loop and sets the counters. One untimed call first takes
+// first-call costs (oneDNN's JIT, attn's scratch arena, page faults) out of the timing, except
+// for calls of 1 GFLOP or more, whose first-call costs are small beside them.
 template <class Body>
 void run_loop(benchmark::State& state, const Info& info, double work_per_iteration, Body&& body) {
+  if (work_per_iteration < 1e9) body();
   const Clocks start = Clocks::now();
   for (auto _ : state)
     body();

@@ -18,26 +18,29 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
+// Declared with the ISA they need, as Clang requires of functions taking vectors by value.
+#define ATTN_AVX2 __attribute__((target("avx2,fma")))
+#define ATTN_AVX512 __attribute__((target("avx512f")))
 extern "C" {
 #if defined(ATTN_BENCH_HAVE_SLEEF)
-__m256 Sleef_expf8_u10avx2(__m256);
-__m512 Sleef_expf16_u10avx512f(__m512);
+ATTN_AVX2 __m256 Sleef_expf8_u10avx2(__m256);
+ATTN_AVX512 __m512 Sleef_expf16_u10avx512f(__m512);
 #endif
 #if defined(ATTN_BENCH_HAVE_LIBMVEC)
 // The vector-function ABI names of expf: 'd' is AVX2, 'e' is AVX-512.
-__m256 _ZGVdN8v_expf(__m256);
-__m512 _ZGVeN16v_expf(__m512);
+ATTN_AVX2 __m256 _ZGVdN8v_expf(__m256);
+ATTN_AVX512 __m512 _ZGVeN16v_expf(__m512);
 #endif
 }
 
 namespace attn_bench {
 
 #if defined(ATTN_BENCH_HAVE_SLEEF)
-__attribute__((target("avx2,fma"))) void sleef_exp_avx2(const float* x, float* y, std::size_t n) {
+ATTN_AVX2 void sleef_exp_avx2(const float* x, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; i += 8)
     _mm256_storeu_ps(y + i, Sleef_expf8_u10avx2(_mm256_loadu_ps(x + i)));
 }
-__attribute__((target("avx512f"))) void sleef_exp_avx512(const float* x, float* y, std::size_t n) {
+ATTN_AVX512 void sleef_exp_avx512(const float* x, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; i += 16)
     _mm512_storeu_ps(y + i, Sleef_expf16_u10avx512f(_mm512_loadu_ps(x + i)));
 }
@@ -49,12 +52,11 @@ std::string sleef_description() {
 #endif
 
 #if defined(ATTN_BENCH_HAVE_LIBMVEC)
-__attribute__((target("avx2,fma"))) void libmvec_exp_avx2(const float* x, float* y, std::size_t n) {
+ATTN_AVX2 void libmvec_exp_avx2(const float* x, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; i += 8)
     _mm256_storeu_ps(y + i, _ZGVdN8v_expf(_mm256_loadu_ps(x + i)));
 }
-__attribute__((target("avx512f"))) void libmvec_exp_avx512(const float* x, float* y,
-                                                           std::size_t n) {
+ATTN_AVX512 void libmvec_exp_avx512(const float* x, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; i += 16)
     _mm512_storeu_ps(y + i, _ZGVeN16v_expf(_mm512_loadu_ps(x + i)));
 }
