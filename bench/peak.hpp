@@ -1,0 +1,26 @@
+// The FMA-throughput probe and the description of the machine for the context block.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attn_bench {
+
+struct Peak {
+  std::string isa;   // "avx512", "avx2", "sse2", "neon"
+  std::string what;  // "AVX-512 FMA", "SSE2 mul+add", ...
+  double flops = 0;  // FLOP/s of one core
+};
+
+// Measures, on the calling thread, the FMA (or mul+add) throughput of each ISA the CPU and OS
+// support, best first. Takes about 0.1 s per ISA. Empty on architectures without a probe.
+std::vector<Peak> probe_fma_peaks();
+
+struct SystemInfo {
+  std::string cpu_model;  // from /proc/cpuinfo
+  int cpus = 0;           // logical CPUs online
+  std::string caches;     // e.g. "L1d 48 KiB, L1i 32 KiB, L2 1 MiB, L3 32 MiB" (per instance)
+};
+SystemInfo system_info();
+
+}  // namespace attn_bench

@@ -1,0 +1,61 @@
+// CPU model, CPU count and cache sizes, from Linux's /proc and /sys (empty fields elsewhere).
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "peak.hpp"
+
+namespace attn_bench {
+namespace {
+
+std::string read_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  const auto e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+// "49152K" or "48K" → "48 KiB"; "1024K" → "1 MiB".
+std::string pretty_size(const std::string& sysfs) {
+  if (sysfs.empty() || sysfs.back() != 'K') return sysfs;
+  const long kib = std::stol(sysfs.substr(0, sysfs.size() - 1));
+  if (kib >= 1024 && kib % 1024 == 0) return std::to_string(kib / 1024) + " MiB";
+  return std::to_string(kib) + " KiB";
+}
+
+}  // namespace
+
+SystemInfo system_info() {
+  SystemInfo info;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, colon));
+    if (key == "model name" || key == "Model" || key == "Hardware") {
+      info.cpu_model = trim(line.substr(colon + 1));
+      break;
+    }
+  }
+  info.cpus = static_cast<int>(std::thread::hardware_concurrency());
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    const std::string level = read_line(dir + "level");
+    if (level.empty()) break;
+    const std::string type = read_line(dir + "type");
+    std::string name = "L" + level;
+    if (type == "Data") name += "d";
+    if (type == "Instruction") name += "i";
+    if (!info.caches.empty()) info.caches += ", ";
+    info.caches += name + " " + pretty_size(read_line(dir + "size"));
+  }
+  return info;
+}
+
+}  // namespace attn_bench
