@@ -37,8 +37,10 @@ inline void rank1_update(vfloat<A> (&acc)[MR][NV], const vfloat<A> (&bv)[NV],
 // C = alpha * acc + beta * C (+ bias[j] when bias != nullptr) for the first m rows and n columns
 // of an MR x (NV lanes) tile; beta == 0 never reads C. Edge tiles use masked loads and stores.
 template <class A, int MR, int NV>
-inline void store_tile(const vfloat<A> (&acc)[MR][NV], float* c, std::size_t ldc, float alpha,
-                       float beta, std::size_t m, std::size_t n, const float* bias) {
+__attribute__((always_inline)) inline void store_tile(const vfloat<A> (&acc)[MR][NV], float* c,
+                                                      std::size_t ldc, float alpha, float beta,
+                                                      std::size_t m, std::size_t n,
+                                                      const float* bias) {
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
   constexpr std::size_t NR = NV * L;
@@ -157,15 +159,18 @@ struct gemm_direct_kernel {
         }
       }
     } else {
+      // Edge panel: the width of each vector is fixed for the whole k loop.
+      std::size_t width[NV];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        const std::size_t c0 = static_cast<std::size_t>(j) * L;
+        width[j] = c0 < n ? (n - c0 < L ? n - c0 : L) : 0;
+      }
       for (std::size_t p = 0; p < k; ++p, b += ldb) {
         V bv[NV];
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) {
-          const std::size_t c0 = static_cast<std::size_t>(j) * L;
-          const std::size_t w = c0 < n ? (n - c0 < L ? n - c0 : L) : 0;
-          bv[j] = w == L ? V::load_unaligned(b + c0)
-                         : (w == 0 ? V(0.0f) : load_partial<A>(b + c0, w, 0.0f));
-        }
+        for (int j = 0; j < NV; ++j)
+          bv[j] = load_partial<A>(b + static_cast<std::size_t>(j) * L, width[j], 0.0f);
 #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) {
           const V ai(rows[i][p]);

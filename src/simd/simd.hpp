@@ -109,7 +109,7 @@ inline vfloat<A> lane_index() {
 template <class A>
 inline vfloat<A> load_partial(const float* p, std::size_t n, float fill) {
 #if defined(__AVX512F__)
-  const __mmask16 k = static_cast<__mmask16>((1u << n) - 1u);
+  const __mmask16 k = static_cast<__mmask16>((1u << n) - 1u);  // n <= 16
   return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), k, p);
 #elif defined(__AVX2__)
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
