@@ -7,6 +7,7 @@
 # xsimd in that ISA's objects). Any other such function -- an xsimd or std:: template, an inline
 # function of a shared header -- may also be emitted by another object (portable code, or
 # another ISA), and the linker keeps one copy, possibly the one with AVX instructions.
+# Nor may an ISA object have a static initializer (it would run on every CPU at start-up).
 # Unoptimised builds show the most such functions (nothing is inlined): CI checks a Debug build.
 foreach(var NM ISAS OBJECTS)
   if(NOT DEFINED ${var})
@@ -32,6 +33,12 @@ foreach(isa IN LISTS ISAS)
     string(REPLACE ";" "\\;" out "${out}")
     string(REPLACE "\n" ";" lines "${out}")
     foreach(line IN LISTS lines)
+      # A static initializer runs at start-up, whatever the CPU.
+      if(line MATCHES "^[0-9a-fA-F]* [tT] (_GLOBAL__sub_I_.*)$")
+        math(EXPR bad "${bad} + 1")
+        message("${name}: static initializer ${CMAKE_MATCH_1}")
+        continue()
+      endif()
       if(NOT line MATCHES "^[0-9a-fA-F]* ([TWiu]) (.*)$")
         continue()
       endif()
@@ -50,7 +57,8 @@ if(checked EQUAL 0)
   message(FATAL_ERROR "check_isa_symbols: no object of the ISAs '${ISAS}' among the objects")
 endif()
 if(bad GREATER 0)
-  message(FATAL_ERROR "check_isa_symbols: ${bad} functions in ISA objects could be shared with "
-                      "other code (listed above): keep them in attn::detail::<isa>")
+  message(FATAL_ERROR "check_isa_symbols: ${bad} functions in ISA objects could run outside "
+                      "their ISA (listed above): keep them in attn::detail::<isa>, without "
+                      "static initializers")
 endif()
 message(STATUS "check_isa_symbols: ${checked} ISA objects, every external function ISA-unique")
