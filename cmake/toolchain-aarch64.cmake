@@ -34,3 +34,8 @@ endif()
 
 # Tests (add_test, catch_discover_tests) run through qemu-user with the target's libraries.
 set(CMAKE_CROSSCOMPILING_EMULATOR qemu-${CMAKE_SYSTEM_PROCESSOR} -L /usr/${ATTN_CROSS_TRIPLE})
+
+# The ISAs the tests must find (ATTN_TEST_EXPECT_ISAS in tests/CMakeLists.txt).
+if(NOT DEFINED ATTN_TEST_EXPECT_ISAS)
+  set(ATTN_TEST_EXPECT_ISAS "scalar,neon")
+endif()
