@@ -64,9 +64,11 @@ std::uint64_t fp_control() {
 }
 
 struct Stats {
-  double max_ulp = 0.0;             // over the results that are not correctly rounded
-  std::uint32_t argmax = 0;         // bit pattern of x
-  std::uint64_t not_rounded = 0;    // results that differ from the correctly rounded float
+  double max_ulp = 0.0;           // over the results that are not correctly rounded
+  std::uint32_t argmax = 0;       // bit pattern of x
+  std::uint64_t not_rounded = 0;  // results that differ from the correctly rounded float
+  std::uint64_t subnormal = 0;    // results whose correct rounding is subnormal
+  std::uint64_t subnormal_not_rounded = 0;
   std::uint64_t over_1ulp = 0;      // results more than 1 ulp away
   std::uint64_t special_bad = 0;    // C special-value rule broken
   std::uint32_t first_special = 0;  // its first x (smallest bit pattern)
@@ -82,6 +84,8 @@ struct Stats {
       first_special = o.first_special;
     }
     not_rounded += o.not_rounded;
+    subnormal += o.subnormal;
+    subnormal_not_rounded += o.subnormal_not_rounded;
     over_1ulp += o.over_1ulp;
     special_bad += o.special_bad;
   }
@@ -118,9 +122,12 @@ void check_block(std::uint32_t begin_bits, std::size_t n, std::uint32_t step,
         if (!s.special_bad || xb < s.first_special) s.first_special = xb;
         ++s.special_bad;
       }
+      const bool subnormal = want_f != 0.0f && want_f < std::numeric_limits<float>::min();
+      s.subnormal += subnormal;
       if (to_bits(got) == to_bits(want_f) || (std::isnan(got) && std::isnan(want_f))) continue;
       const double e = ulp_error(got, want[i]);
       ++s.not_rounded;
+      s.subnormal_not_rounded += subnormal;
       if (e > s.max_ulp || (e == s.max_ulp && xb < s.argmax)) {
         s.max_ulp = e;
         s.argmax = xb;
@@ -269,6 +276,8 @@ int main(int argc, char** argv) {
                 static_cast<double>(s.not_rounded) / static_cast<double>(total),
                 s.special_bad ? "BAD" : "ok", first_inf == ref_inf ? "same" : "DIFFERENT",
                 last_nonzero == ref_zero ? "same" : "DIFFERENT");
+    std::printf("        subnormal results: %" PRIu64 ", %" PRIu64 " not correctly rounded\n",
+                s.subnormal, s.subnormal_not_rounded);
     if (s.over_1ulp) {
       const float xo = from_bits(s.first_over);
       float yo = 0.0f;
