@@ -4,6 +4,8 @@
 //   attn-exp-exhaustive              all 2^32 inputs
 //   attn-exp-exhaustive --every N    the bit patterns 0, N, 2N, ... (N odd varies every mantissa
 //   bit)
+//   attn-exp-exhaustive --bits LO HI  only the bit patterns LO..HI (hex, inclusive), e.g.
+//   0xc2ae0000 0xc2d00000: x in [-104, -87], every input whose result is subnormal
 //
 // Checks, per ISA and input (exit status 1 if any fails):
 //   - |y - e^x| <= 1 ulp(e^x), ulp_error of support/test_support.hpp: subnormal results in units
@@ -199,27 +201,31 @@ std::string cpu_model() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::uint64_t every = 1;
+  std::uint64_t every = 1, lo = 0, hi = 0xFFFFFFFFu;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--every") == 0 && i + 1 < argc) {
       every = std::strtoull(argv[++i], nullptr, 10);
+    } else if (std::strcmp(argv[i], "--bits") == 0 && i + 2 < argc) {
+      lo = std::strtoull(argv[++i], nullptr, 16);
+      hi = std::strtoull(argv[++i], nullptr, 16);
     } else {
-      std::fprintf(stderr, "usage: %s [--every N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--every N] [--bits LO HI]\n", argv[0]);
       return 2;
     }
   }
-  if (every == 0 || every > (1ull << 31)) {
-    std::fprintf(stderr, "--every must be in [1, 2^31]\n");
+  if (every == 0 || every > (1ull << 31) || lo > hi || hi > 0xFFFFFFFFu) {
+    std::fprintf(stderr, "need 1 <= N <= 2^31 and LO <= HI <= 0xffffffff\n");
     return 2;
   }
   const std::vector<attn::Isa> isas = attn_test::test_isas();
-  const std::uint64_t total = ((1ull << 32) + every - 1) / every;
+  const std::uint64_t total = (hi - lo) / every + 1;
   constexpr std::uint64_t kBlock = 1 << 14;
   const std::uint64_t blocks = (total + kBlock - 1) / kBlock;
   const int threads = omp_get_max_threads();
-  std::printf("attn-exp-exhaustive: %" PRIu64 " inputs (%s), %d threads, %s\n", total,
-              every == 1 ? "every float" : ("every " + std::to_string(every) + "th").c_str(),
-              threads, cpu_model().c_str());
+  std::printf("attn-exp-exhaustive: %" PRIu64 " inputs (%s, bits 0x%08" PRIx64 "..0x%08" PRIx64
+              "), %d threads, %s\n",
+              total, every == 1 ? "every float" : ("every " + std::to_string(every) + "th").c_str(),
+              lo, hi, threads, cpu_model().c_str());
   std::fflush(stdout);
 
   const std::uint64_t fp_before = fp_control();
@@ -241,8 +247,8 @@ int main(int argc, char** argv) {
     for (std::int64_t b = 0; b < static_cast<std::int64_t>(blocks); ++b) {
       const std::uint64_t first = static_cast<std::uint64_t>(b) * kBlock;
       const std::size_t n = static_cast<std::size_t>(std::min(kBlock, total - first));
-      check_block(static_cast<std::uint32_t>(first * every), n, static_cast<std::uint32_t>(every),
-                  ctxs, x, y, want, mine);
+      check_block(static_cast<std::uint32_t>(lo + first * every), n,
+                  static_cast<std::uint32_t>(every), ctxs, x, y, want, mine);
     }
 #pragma omp critical
     for (std::size_t k = 0; k < isas.size(); ++k)
