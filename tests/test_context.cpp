@@ -1,7 +1,9 @@
 // Status, Isa, Context and the view helpers.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "support/test_support.hpp"
 
@@ -141,4 +143,35 @@ TEST_CASE("View helpers lay out BHSD and BSHD memory", "[views]") {
   CHECK(&strided(0, 1, 2, 0) == &buf[2 * 20 + 5]);
   const auto m = attn::make_matrix(buf, 3, 4);
   CHECK(&m(2, 3) == &buf[11]);
+}
+
+// Where CI knows the CPU (a qemu model: ATTN_TEST_EXPECT_ISAS="scalar,sse2" for -cpu Nehalem),
+// detection must find exactly the ISAs listed, the last one best; the others are unsupported
+// and Context refuses them.
+TEST_CASE("ISA detection finds exactly the ISAs ATTN_TEST_EXPECT_ISAS lists", "[isa]") {
+  const char* env = std::getenv("ATTN_TEST_EXPECT_ISAS");
+  if (env == nullptr || *env == '\0') {
+    SUCCEED("ATTN_TEST_EXPECT_ISAS is not set: the CPU is not known in advance");
+    return;
+  }
+  INFO("ATTN_TEST_EXPECT_ISAS=" << env);
+  std::vector<Isa> expected;
+  std::string list = env;
+  for (std::size_t pos = 0; pos <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string name = list.substr(pos, comma - pos);
+    Isa isa;
+    INFO("ISA name '" << name << "'");
+    REQUIRE(attn::parse_isa(name.c_str(), &isa));
+    expected.push_back(isa);
+    pos = comma + 1;
+  }
+  for (Isa isa : {Isa::scalar, Isa::sse2, Isa::avx2, Isa::avx512, Isa::neon}) {
+    const bool want = std::find(expected.begin(), expected.end(), isa) != expected.end();
+    INFO("isa " << attn::isa_name(isa));
+    CHECK(attn::isa_supported(isa) == want);
+    attn::Context ctx;
+    CHECK(ctx.set_isa(isa).ok() == want);
+  }
+  CHECK(attn::isa_name(attn::best_isa()) == std::string(attn::isa_name(expected.back())));
 }

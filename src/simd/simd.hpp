@@ -10,6 +10,17 @@
 
 #include <cstddef>
 #include <cstdint>
+
+// xsimd's functions are inline, keyed on the arch type, and several ISAs share some of them
+// (simd_register<int, sse2>'s members are inherited by the AVX2 batches, simd_register<double,
+// avx>'s by the AVX-512 ones' halves). An unoptimised build does not inline them, and the linker
+// keeps a single copy, compiled with the flags of whichever ISA's object it met first: an AVX2
+// copy could then run on the SSE2 path of a CPU without AVX. Renaming xsimd's namespace per ISA
+// (xsimd -> attn_xsimd_<isa>) makes every instantiation distinct; tests/check_isa_symbols.cmake
+// checks that no ISA object defines a symbol another ISA could share.
+#define ATTN_SIMD_PASTE2(a, b) a##b
+#define ATTN_SIMD_PASTE(a, b) ATTN_SIMD_PASTE2(a, b)
+#define xsimd ATTN_SIMD_PASTE(attn_xsimd_, ATTN_ISA_NS)
 #include <xsimd/xsimd.hpp>
 
 #if defined(__AVX512F__) || defined(__AVX2__) || defined(__SSE2__)
