@@ -98,6 +98,9 @@ struct Kernels {
   PackKtKernel gemm_pack_a_cols;
   std::size_t gemm_direct_mr;
   GemmDirectKernel gemm_direct;
+  // The same, one vector wide (n <= gemm_direct_narrow_nr): for narrow matrices and last panels.
+  std::size_t gemm_direct_narrow_nr;
+  GemmDirectKernel gemm_direct_narrow;
   // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols.
   void (*transpose)(const float* src, std::size_t lds, std::size_t rows, std::size_t cols,
                     float* dst, std::size_t ldd);

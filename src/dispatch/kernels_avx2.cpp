@@ -10,6 +10,7 @@
 #define ATTN_GEMM_KERNEL gemm_kernel_6x16
 #define ATTN_GEMM_PACK_A gemm_pack_a_6
 #define ATTN_GEMM_DIRECT_MR 6
+#define ATTN_GEMM_LANES 8
 #define ATTN_GEMM_MR 6
 #define ATTN_GEMM_NR 16
 #define ATTN_GEMM_BLOCKING \

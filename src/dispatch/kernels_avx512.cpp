@@ -12,6 +12,7 @@
 #define ATTN_GEMM_KERNEL gemm_kernel_14x32
 #define ATTN_GEMM_PACK_A gemm_pack_a_14
 #define ATTN_GEMM_DIRECT_MR 8
+#define ATTN_GEMM_LANES 16
 #define ATTN_GEMM_MR 14
 #define ATTN_GEMM_NR 32
 #define ATTN_GEMM_BLOCKING \

@@ -9,6 +9,7 @@
 #define ATTN_GEMM_KERNEL gemm_kernel_8x12
 #define ATTN_GEMM_PACK_A gemm_pack_a_8
 #define ATTN_GEMM_DIRECT_MR 8
+#define ATTN_GEMM_LANES 4
 #define ATTN_GEMM_MR 8
 #define ATTN_GEMM_NR 12
 #define ATTN_GEMM_BLOCKING \

@@ -26,6 +26,8 @@ const Kernels kScalarKernels = {
     &scalar::gemm_pack_n_4,
     4,
     &scalar::gemm_direct_4x4,
+    4,
+    &scalar::gemm_direct_4x4,
     &scalar::transpose,
     AttentionTiling{32, 64},
     &scalar::pv_kernel_4x4_bk64,

@@ -113,6 +113,12 @@ void gemm_direct(const Kernels& kern, int threads, GemmShape s, float alpha, Gem
     for (std::size_t ib = begin; ib < end; ++ib) {
       const std::size_t i0 = ib * mr, rows = std::min(mr, s.m - i0);
       for (std::size_t j0 = 0; j0 < s.n; j0 += nr) {
+        if (s.n - j0 <= kern.gemm_direct_narrow_nr) {  // a narrow last panel: one vector wide
+          kern.gemm_direct_narrow(s.k, a.data + i0 * a.rs, a.rs, b.data + j0, b.rs,
+                                  c + i0 * ldc + j0, ldc, alpha, beta, rows, s.n - j0,
+                                  bias ? bias + j0 : nullptr);
+          continue;
+        }
         kern.gemm_direct(s.k, a.data + i0 * a.rs, a.rs, b.data + j0, b.rs, c + i0 * ldc + j0, ldc,
                          alpha, beta, rows, std::min(nr, s.n - j0), bias ? bias + j0 : nullptr);
       }
