@@ -72,7 +72,7 @@ void online_softmax_kernel::operator()(A, float* s, std::size_t ld, std::size_t 
     if (m_new == -INFINITY) {
       bool nan = false;
       for (std::size_t t = 0; t < cols; ++t) {
-        nan = nan || std::isnan(row[t]);
+        nan = nan || row[t] != row[t];  // not std::isnan: no shared inline code in ISA objects
         row[t] = 0.0f;
       }
       alpha[i] = 1.0f;
