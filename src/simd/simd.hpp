@@ -154,6 +154,39 @@ inline void store_partial(float* p, std::size_t n, vfloat<A> v) {
 namespace attn::detail {
 namespace ATTN_ISA_NS {
 
+template <class A>
+using vdouble = xsimd::batch<double, A>;
+
+// The low and the high half of a float vector's lanes as doubles, and back (one rounding).
+template <class A>
+inline void widen(vfloat<A> v, vdouble<A>* lo, vdouble<A>* hi) {
+#if defined(__AVX512F__)
+  *lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+  *hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
+#elif defined(__AVX2__)
+  *lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+  *hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+#elif defined(__aarch64__)
+  *lo = vcvt_f64_f32(vget_low_f32(v));
+  *hi = vcvt_high_f64_f32(v);
+#else
+  *lo = _mm_cvtps_pd(v);
+  *hi = _mm_cvtps_pd(_mm_movehl_ps(v, v));
+#endif
+}
+template <class A>
+inline vfloat<A> narrow(vdouble<A> lo, vdouble<A> hi) {
+#if defined(__AVX512F__)
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
+#elif defined(__AVX2__)
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
+#elif defined(__aarch64__)
+  return vcvt_high_f32_f64(vcvt_f32_f64(lo), hi);
+#else
+  return _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
+#endif
+}
+
 // A float vector's lanes widened to double and added to two double accumulators (the low and
 // the high half of the lanes).
 template <class A>

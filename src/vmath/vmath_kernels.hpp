@@ -19,6 +19,8 @@ struct reduce_max_kernel {
   template <class A>
   float operator()(A, const float* x, std::size_t n) const;
 };
+// e^(x - max) <= 1 by the flushing exp: a result below 2^-126 becomes 0, an absolute error far
+// below softmax's bound (1e-7 of the row's max, which is at least 1/n).
 struct exp_minus_max_sum_kernel {
   template <class A>
   double operator()(A, const float* x, float* y, std::size_t n, float max) const;
@@ -57,22 +59,30 @@ inline vfloat<A> exp_fast(vfloat<A> x) {
   return p * xsimd::bitwise_cast<vfloat<A>>(xsimd::bitwise_cast<vint<A>>(t) << 23);
 }
 
-// Every input: clamps to [kMinInput, kMaxInput] and scales by 2^(n/2) * 2^(n - n/2) so that
-// overflow gives +inf and underflow rounds once into the subnormals.
+// e^x in double for x in [kMinInput, kMaxInput] (see exp_constants.hpp).
+template <class A>
+inline vdouble<A> exp_double(vdouble<A> x) {
+  using D = vdouble<A>;
+  using I = xsimd::batch<std::int64_t, A>;
+  const D t = x * D(c::kLog2eD) + D(c::kMagicBiasD);
+  const D r = x - (t - D(c::kMagicBiasD)) * D(c::kLn2D);
+  D p(c::kTaylorD[11]);
+  for (int i = 10; i >= 0; --i)
+    p = p * r + D(c::kTaylorD[i]);
+  return p * xsimd::bitwise_cast<D>(xsimd::bitwise_cast<I>(t) << 52);
+}
+
+// Every input: e^x in double, rounded once to float (overflow to +inf, correctly rounded
+// subnormals, 0 below -103.97); NaN stays NaN.
 template <class A>
 inline vfloat<A> exp_careful(vfloat<A> x) {
   using V = vfloat<A>;
-  using I = vint<A>;
   const V xc = xsimd::min(xsimd::max(x, V(c::kMinInput)), V(c::kMaxInput));
-  V t;
-  const V p = reduce_and_poly<A>(xc, &t);
-  const I n = xsimd::to_int(t - V(c::kMagicBias));
-  const I n1 = n >> 1;
-  const I n2 = n - n1;
-  const V s1 = xsimd::bitwise_cast<V>((n1 + I(127)) << 23);
-  const V s2 = xsimd::bitwise_cast<V>((n2 + I(127)) << 23);
+  vdouble<A> lo, hi;
+  widen<A>(xc, &lo, &hi);
+  const V y = narrow<A>(exp_double<A>(lo), exp_double<A>(hi));
   // !(x == x): xsimd's != is an ordered compare, false for NaN.
-  return xsimd::select(!(x == x), x + x, (p * s1) * s2);
+  return xsimd::select(!(x == x), x + x, y);
 }
 
 // e^x for x <= 0 (and NaN), branch-free, for attention's probabilities e^(s - max): results
@@ -158,21 +168,22 @@ double exp_minus_max_sum_kernel::operator()(A, const float* x, float* y, std::si
   DoubleSum<A> s0, s1;
   std::size_t i = 0;
   for (; i + 2 * L <= n; i += 2 * L) {
-    const V e0 = expf_impl::exp_any<A>(V::load_unaligned(x + i) - vmax);
-    const V e1 = expf_impl::exp_any<A>(V::load_unaligned(x + i + L) - vmax);
+    const V e0 = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(x + i) - vmax);
+    const V e1 = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(x + i + L) - vmax);
     e0.store_unaligned(y + i);
     e1.store_unaligned(y + i + L);
     s0.add(e0);
     s1.add(e1);
   }
   for (; i + L <= n; i += L) {
-    const V e = expf_impl::exp_any<A>(V::load_unaligned(x + i) - vmax);
+    const V e = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(x + i) - vmax);
     e.store_unaligned(y + i);
     s0.add(e);
   }
   if (i < n) {
     // Padding lanes are -inf, whose exp is exactly 0.
-    const V e = expf_impl::exp_any<A>(load_partial<A>(x + i, n - i, -INFINITY) - vmax);
+    const V e =
+        expf_impl::exp_nonpositive_flush<A>(load_partial<A>(x + i, n - i, -INFINITY) - vmax);
     store_partial<A>(y + i, n - i, e);
     s1.add(e);
   }

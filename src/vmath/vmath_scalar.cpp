@@ -41,13 +41,19 @@ inline float exp1(float x) {
   u = u * r + c::kC1;
   const float p = 1.0f + ((r * r) * u + r);
   if (fast) return p * from_bits(tb << 23);
-  // Split n into two halves, each a normal power of two (n is in [-150, 128] after clamping).
-  const std::int32_t nn = static_cast<std::int32_t>(n);
-  const std::int32_t n1 = nn >> 1;
-  const std::int32_t n2 = nn - n1;
-  const float s1 = from_bits(static_cast<std::uint32_t>(n1 + 127) << 23);
-  const float s2 = from_bits(static_cast<std::uint32_t>(n2 + 127) << 23);
-  return (p * s1) * s2;
+  // The careful path in double, rounded once (exp_constants.hpp).
+  const double xd = xc;
+  const double td = xd * c::kLog2eD + c::kMagicBiasD;
+  const double rd = xd - (td - c::kMagicBiasD) * c::kLn2D;
+  double pd = c::kTaylorD[11];
+  for (int i = 10; i >= 0; --i)
+    pd = pd * rd + c::kTaylorD[i];
+  std::uint64_t tbits;
+  std::memcpy(&tbits, &td, sizeof tbits);
+  tbits <<= 52;
+  double scale;
+  std::memcpy(&scale, &tbits, sizeof scale);
+  return static_cast<float>(pd * scale);
 }
 
 }  // namespace
