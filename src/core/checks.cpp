@@ -99,6 +99,13 @@ Status check_tensor(const char* fn, const char* arg, const void* data,
     if (st < 0) neg += part;
   }
   if (span >= kMaxBytes) return too_large(fn, arg);
+  // The logical size too: a broadcast view (stride 0) reaches few bytes but holds
+  // shape[0] * ... * shape[3] elements, and the drivers size their work by the shape.
+  std::size_t elements = 1;
+  for (std::size_t s : shape) {
+    if (!mul_ok(elements, s, &elements)) return too_large(fn, arg);
+  }
+  if (!mul_ok(elements, elem_size, &elements) || elements > kMaxBytes) return too_large(fn, arg);
   return make_extent(fn, arg, data, -static_cast<std::ptrdiff_t>(neg), span + 1, elem_size, extent);
 }
 
