@@ -332,10 +332,10 @@ TEST_CASE("aliasing strides: allowed for inputs, rejected for outputs", "[hostil
       REQUIRE(attn::reference::attention(p.tq(), k, v_back,
                                          attn::make_bhsd(want.data(), p.B, p.H, p.Lq, p.D), {})
                   .ok());
-      // The Accuracy bound with S <= scale * Dk * max|q| max|k| = 2 and max|v| <= 1.
+      // The Accuracy bound, without Approx's relative slack (epsilon 0): S <= 2, max|v| <= 1.
       const double tol = attn_test::bounds::attention_factor(p.D, p.Lk, 2.0);
       for (std::size_t i = 0; i < want.size(); ++i)
-        CHECK(p.out[i] == Approx(want[i]).margin(tol));
+        CHECK(p.out[i] == Approx(want[i]).epsilon(0).margin(tol));
     }
     // Outputs whose elements share memory are refused, and nothing is written.
     p.out.assign(p.out.size(), kSentinel);
@@ -361,6 +361,7 @@ TEST_CASE("aliasing strides: allowed for inputs, rejected for outputs", "[hostil
                                        attn::make_bhsd(want.data(), p.B, p.H, p.Lq, p.D), {})
                 .ok());
     CHECK(p.out[0] == Approx(want[want.size() - p.D])
+                          .epsilon(0)
                           .margin(attn_test::bounds::attention_factor(p.D, p.Lk, 2.0)));
     // Matrix views cannot alias rows at all: stride < cols is refused for inputs and outputs.
     std::vector<float> x(16, 1.0f), y(16, kSentinel);
@@ -558,8 +559,9 @@ TEST_CASE("attention: huge and tiny q and k follow float arithmetic, not the dou
     CHECK(all_equal(p.w, static_cast<float>(1.0 / double(p.Lk))));
     reference();
     for (std::size_t i = 0; i < p.out.size(); ++i)  // the Accuracy bound, S ~ 0, max|v| <= 1
-      CHECK(p.out[i] ==
-            Approx(ref_out[i]).margin(attn_test::bounds::attention_factor(p.D, p.Lk, 1e-59)));
+      CHECK(p.out[i] == Approx(ref_out[i])
+                            .epsilon(0)
+                            .margin(attn_test::bounds::attention_factor(p.D, p.Lk, 1e-59)));
     // Subnormal v is not flushed to zero: the output is the (subnormal) mean.
     const float sub = 1e-40f;
     REQUIRE(std::fpclassify(sub) == FP_SUBNORMAL);
@@ -658,7 +660,7 @@ TEST_CASE("attention: fully masked batches, key lengths of 0, and zero-sized dim
         const double mean =
             (double(p.v[x]) + p.v[p.D + x] + p.v[2 * p.D + x] + p.v[3 * p.D + x]) / 4;
         CHECK(p.o(0, 0, 2, x) ==
-              Approx(mean).margin(attn_test::bounds::attention_factor(0, p.Lk, 0.0)));
+              Approx(mean).epsilon(0).margin(attn_test::bounds::attention_factor(0, p.Lk, 0.0)));
       }
       w.assign(w.size(), kSentinel);
       std::vector<float> out_any(1, kSentinel);
