@@ -99,12 +99,22 @@ Status check_tensor(const char* fn, const char* arg, const void* data,
     if (st < 0) neg += part;
   }
   if (span >= kMaxBytes) return too_large(fn, arg);
+  // The logical size too: a broadcast view (stride 0) reaches few bytes but holds
+  // shape[0] * ... * shape[3] elements, and the drivers size their work by the shape.
+  std::size_t elements = 1;
+  for (std::size_t s : shape) {
+    if (!mul_ok(elements, s, &elements)) return too_large(fn, arg);
+  }
+  if (!mul_ok(elements, elem_size, &elements) || elements > kMaxBytes) return too_large(fn, arg);
   return make_extent(fn, arg, data, -static_cast<std::ptrdiff_t>(neg), span + 1, elem_size, extent);
 }
 
 Status check_no_self_overlap(const char* fn, const char* arg,
                              const std::array<std::size_t, 4>& shape,
                              const std::array<std::ptrdiff_t, 4>& strides) {
+  for (std::size_t s : shape) {
+    if (s == 0) return Status::Ok();  // no elements, nothing to alias
+  }
   std::array<int, 4> order = {0, 1, 2, 3};
   auto mag = [&](int d) {
     return static_cast<std::size_t>(strides[d] < 0 ? -strides[d] : strides[d]);

@@ -41,7 +41,8 @@ Status check_matrix(const char* fn, const char* arg, const MatrixView<T>& m, Ext
 }
 
 // A rank-4 view; when unit_last_stride, strides[3] must be 1. Broadcast (stride 0) and negative
-// strides are allowed for inputs.
+// strides are allowed for inputs. Both the bytes the view reaches and its logical size (the
+// product of its shape times elem_size) must fit in ptrdiff_t.
 Status check_tensor(const char* fn, const char* arg, const void* data,
                     const std::array<std::size_t, 4>& shape,
                     const std::array<std::ptrdiff_t, 4>& strides, std::size_t elem_size,
@@ -53,7 +54,7 @@ Status check_tensor(const char* fn, const char* arg, const TensorView<T>& t, Ext
 }
 
 // An output view must not write one element twice: after sorting the dimensions by |stride|,
-// each stride must exceed the span of the dimensions inside it.
+// each stride must exceed the span of the dimensions inside it. An empty view always passes.
 Status check_no_self_overlap(const char* fn, const char* arg,
                              const std::array<std::size_t, 4>& shape,
                              const std::array<std::ptrdiff_t, 4>& strides);

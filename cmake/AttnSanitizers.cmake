@@ -1,0 +1,28 @@
+# Sanitizer and fuzzing builds (the `asan` preset; see README "Guarantees").
+#
+# ATTN_SANITIZE: sanitizers for everything built in this tree (attn, its tests and tools), as a
+#   list: "address;undefined". Errors abort (-fno-sanitize-recover=all), so a report fails CTest.
+# ATTN_BUILD_FUZZERS: build tests/fuzz (libFuzzer, Clang only). attn itself is then compiled with
+#   -fsanitize=fuzzer-no-link, the coverage instrumentation that guides libFuzzer; the test
+#   binaries link without libFuzzer and are unaffected apart from the counters.
+set(ATTN_SANITIZE "" CACHE STRING "Sanitizers to build with, e.g. address;undefined")
+option(ATTN_BUILD_FUZZERS "Build the libFuzzer targets in tests/fuzz (Clang only)" OFF)
+
+if(ATTN_SANITIZE)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    message(FATAL_ERROR "ATTN_SANITIZE needs g++ or clang++")
+  endif()
+  list(JOIN ATTN_SANITIZE "," _attn_sanitizers)
+  add_compile_options(-fsanitize=${_attn_sanitizers} -fno-sanitize-recover=all
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${_attn_sanitizers})
+  message(STATUS "attn: sanitizers: ${_attn_sanitizers}")
+endif()
+
+if(ATTN_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "ATTN_BUILD_FUZZERS needs clang++ (libFuzzer); this is "
+                        "${CMAKE_CXX_COMPILER_ID}. Use the asan preset.")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()

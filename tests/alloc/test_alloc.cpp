@@ -1,0 +1,450 @@
+// attn-alloc-tests: counts heap allocations. This binary replaces malloc, calloc, realloc, free,
+// posix_memalign, aligned_alloc, memalign, valloc, pvalloc and every form of operator new and
+// delete with counting versions that forward to glibc's own allocator (__libc_malloc and
+// friends, so nothing here depends on dlsym, which itself allocates). The libraries the process
+// loads (libstdc++, libgomp or libomp, glibc itself) resolve these names to the replacements, so
+// allocations from any thread, attn's or the OpenMP runtime's, are seen.
+//
+// Checked: after a warm-up call of each shape on a Context (which grows its arena and lets the
+// OpenMP runtime build its team), further calls of matmul, exp, softmax, attention (with and
+// without weights, with every mask part) and self_attention make no allocation and no free, on
+// one thread and on several, on every ISA. Also: an allocation failure becomes out_of_memory with
+// nothing written. Not built with sanitizers (which replace the allocator themselves).
+#include <dlfcn.h>
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "support/test_support.hpp"
+
+extern "C" {
+void* __libc_malloc(std::size_t);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_realloc(void*, std::size_t);
+void __libc_free(void*);
+void* __libc_memalign(std::size_t, std::size_t);
+void* __libc_valloc(std::size_t);
+void* __libc_pvalloc(std::size_t);
+}
+
+namespace {
+
+std::atomic<bool> g_counting{false};
+std::atomic<long> g_allocs{0};
+std::atomic<long> g_frees{0};
+std::atomic<int> g_fail_allocs{0};  // make this many next allocations fail
+// Where counted allocations came from (return addresses), for the failure message.
+constexpr int kMaxSites = 16;
+std::atomic<int> g_site_count{0};
+void* g_sites[kMaxSites];
+
+// True when this allocation must fail (the caller returns null).
+bool note_alloc(void* site) {
+  if (g_counting.load(std::memory_order_relaxed)) {
+    g_allocs.fetch_add(1, std::memory_order_relaxed);
+    const int i = g_site_count.fetch_add(1, std::memory_order_relaxed);
+    if (i < kMaxSites) g_sites[i] = site;
+  }
+  int f = g_fail_allocs.load(std::memory_order_relaxed);
+  while (f > 0) {
+    if (g_fail_allocs.compare_exchange_weak(f, f - 1)) return true;
+  }
+  return false;
+}
+void note_free(void* p) {
+  if (p != nullptr && g_counting.load(std::memory_order_relaxed)) {
+    g_frees.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void* counted_new(std::size_t n, void* site) {
+  if (note_alloc(site)) throw std::bad_alloc();
+  void* p = __libc_malloc(n ? n : 1);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void* counted_new_nothrow(std::size_t n, void* site) noexcept {
+  if (note_alloc(site)) return nullptr;
+  return __libc_malloc(n ? n : 1);
+}
+void* counted_new_aligned(std::size_t n, std::align_val_t a, void* site) {
+  if (note_alloc(site)) throw std::bad_alloc();
+  void* p = __libc_memalign(static_cast<std::size_t>(a), n ? n : 1);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void* counted_new_aligned_nothrow(std::size_t n, std::align_val_t a, void* site) noexcept {
+  if (note_alloc(site)) return nullptr;
+  return __libc_memalign(static_cast<std::size_t>(a), n ? n : 1);
+}
+void counted_delete(void* p) noexcept {
+  note_free(p);
+  __libc_free(p);
+}
+
+}  // namespace
+
+#define ATTN_SITE __builtin_return_address(0)
+
+extern "C" {
+void* malloc(std::size_t n) {
+  return note_alloc(ATTN_SITE) ? nullptr : __libc_malloc(n);
+}
+void* calloc(std::size_t c, std::size_t n) {
+  return note_alloc(ATTN_SITE) ? nullptr : __libc_calloc(c, n);
+}
+void* realloc(void* p, std::size_t n) {
+  return note_alloc(ATTN_SITE) ? nullptr : __libc_realloc(p, n);
+}
+void free(void* p) {
+  note_free(p);
+  __libc_free(p);
+}
+int posix_memalign(void** out, std::size_t align, std::size_t n) {
+  if (align < sizeof(void*) || (align & (align - 1)) != 0) return EINVAL;
+  if (note_alloc(ATTN_SITE)) return ENOMEM;
+  void* p = __libc_memalign(align, n);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+void* aligned_alloc(std::size_t align, std::size_t n) {
+  return note_alloc(ATTN_SITE) ? nullptr : __libc_memalign(align, n);
+}
+void* memalign(std::size_t align, std::size_t n) {
+  return note_alloc(ATTN_SITE) ? nullptr : __libc_memalign(align, n);
+}
+void* valloc(std::size_t n) {
+  return note_alloc(ATTN_SITE) ? nullptr : __libc_valloc(n);
+}
+void* pvalloc(std::size_t n) {
+  return note_alloc(ATTN_SITE) ? nullptr : __libc_pvalloc(n);
+}
+}
+
+void* operator new(std::size_t n) {
+  return counted_new(n, ATTN_SITE);
+}
+void* operator new[](std::size_t n) {
+  return counted_new(n, ATTN_SITE);
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return counted_new_nothrow(n, ATTN_SITE);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return counted_new_nothrow(n, ATTN_SITE);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_new_aligned(n, a, ATTN_SITE);
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted_new_aligned(n, a, ATTN_SITE);
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_new_aligned_nothrow(n, a, ATTN_SITE);
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_new_aligned_nothrow(n, a, ATTN_SITE);
+}
+void operator delete(void* p) noexcept {
+  counted_delete(p);
+}
+void operator delete[](void* p) noexcept {
+  counted_delete(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  counted_delete(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  counted_delete(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  counted_delete(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  counted_delete(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  counted_delete(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  counted_delete(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  counted_delete(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  counted_delete(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  counted_delete(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  counted_delete(p);
+}
+
+namespace {
+
+// Counts the allocations and frees made while it lives.
+class Counting {
+ public:
+  Counting() {
+    g_allocs = 0;
+    g_frees = 0;
+    g_site_count = 0;
+    g_counting = true;
+  }
+  ~Counting() { g_counting = false; }
+  long allocs() const { return g_allocs.load(); }
+  long frees() const { return g_frees.load(); }
+  // The first allocation sites as "module+offset (symbol)"; addr2line -f -C -e module offset
+  // names the line.
+  static std::string sites() {
+    std::string s;
+    const int n = std::min(g_site_count.load(), kMaxSites);
+    for (int i = 0; i < n; ++i) {
+      Dl_info info{};
+      char buf[512];
+      if (dladdr(g_sites[i], &info) != 0 && info.dli_fname != nullptr) {
+        std::snprintf(buf, sizeof buf, " %s+%#tx (%s)", info.dli_fname,
+                      static_cast<char*>(g_sites[i]) - static_cast<char*>(info.dli_fbase),
+                      info.dli_sname ? info.dli_sname : "?");
+      } else {
+        std::snprintf(buf, sizeof buf, " %p", g_sites[i]);
+      }
+      s += buf;
+    }
+    return s;
+  }
+};
+
+constexpr float kSentinel = 4321.0f;
+
+// The problems, built once; run(ctx) makes one call of each routine.
+struct Workload {
+  // matmul: 97 x 83 x 61, both transposes, alpha and beta.
+  std::vector<float> a, b, c;
+  // exp: long enough for the threaded path (>= 2^16).
+  std::vector<float> ex, ey;
+  // softmax: 3 x 30000 (>= 2^16 elements, threaded), and a small in-place one.
+  std::vector<float> sx, sy, small;
+  // attention: GQA, cross-attention, Dk != Dv, every mask part, with and without weights.
+  std::size_t B = 2, Hq = 4, Hkv = 2, Lq = 37, Lk = 53, Dk = 24, Dv = 16;
+  std::vector<float> q, k, v, out, w, bias;
+  std::vector<std::uint8_t> allowed;
+  std::vector<std::int32_t> lengths{53, 20};
+  // self_attention: batch 2, seq 19, d_model 32, 4 heads over 2 kv heads, biases, Wo, weights.
+  std::size_t batch = 2, seq = 19, dm = 32, heads = 4, kv_heads = 2, dk = 8, d_out = 24;
+  std::vector<float> x, wq, wk, wv, wo, bq, bk, bv, bo, sa_out, sa_w;
+
+  Workload() {
+    attn_test::Rng rng(42);
+    a = rng.uniform_vec(97 * 61);
+    b = rng.uniform_vec(61 * 83);
+    c = rng.uniform_vec(97 * 83);
+    ex = rng.uniform_vec(70000, -90.0f, 90.0f);
+    ey.assign(ex.size(), 0.0f);
+    sx = rng.uniform_vec(3 * 30000, -5.0f, 5.0f);
+    sy.assign(sx.size(), 0.0f);
+    small = rng.uniform_vec(4 * 9);
+    q = rng.uniform_vec(B * Hq * Lq * Dk);
+    k = rng.uniform_vec(B * Hkv * Lk * Dk);
+    v = rng.uniform_vec(B * Hkv * Lk * Dv);
+    out.assign(B * Hq * Lq * Dv, 0.0f);
+    w.assign(B * Hq * Lq * Lk, 0.0f);
+    bias = rng.uniform_vec(Lq * Lk);
+    allowed.assign(B * Lq * Lk, 1);
+    for (std::size_t i = 0; i < allowed.size(); i += 7)
+      allowed[i] = 0;
+    const std::size_t rows = batch * seq;
+    x = rng.uniform_vec(rows * dm);
+    wq = rng.uniform_vec(dm * heads * dk, -0.3f, 0.3f);
+    wk = rng.uniform_vec(dm * kv_heads * dk, -0.3f, 0.3f);
+    wv = rng.uniform_vec(dm * kv_heads * dk, -0.3f, 0.3f);
+    wo = rng.uniform_vec(heads * dk * d_out, -0.3f, 0.3f);
+    bq = rng.uniform_vec(heads * dk);
+    bk = rng.uniform_vec(kv_heads * dk);
+    bv = rng.uniform_vec(kv_heads * dk);
+    bo = rng.uniform_vec(d_out);
+    sa_out.assign(rows * std::max(d_out, heads * dk), 0.0f);  // with and without Wo
+    sa_w.assign(batch * heads * seq * seq, 0.0f);
+  }
+
+  // Each call, checked for ok; returns the number of calls that failed.
+  int run(attn::Context& ctx) {
+    int failed = 0;
+    auto ok = [&](const attn::Status& s) { failed += s.ok() ? 0 : 1; };
+    using attn::Transpose;
+    ok(attn::matmul(ctx, attn::make_matrix<const float>(a.data(), 97, 61), Transpose::no,
+                    attn::make_matrix<const float>(b.data(), 61, 83), Transpose::no,
+                    attn::make_matrix(c.data(), 97, 83), 1.0f, 0.0f));
+    ok(attn::matmul(ctx, attn::make_matrix<const float>(a.data(), 61, 97), Transpose::yes,
+                    attn::make_matrix<const float>(b.data(), 83, 61), Transpose::yes,
+                    attn::make_matrix(c.data(), 97, 83), 0.5f, 0.25f));
+    ok(attn::exp(ctx, ex.data(), ey.data(), ex.size()));
+    ok(attn::exp(ctx, ey.data(), ey.data(), 1000));
+    ok(attn::softmax(ctx, attn::make_matrix<const float>(sx.data(), 3, 30000),
+                     attn::make_matrix(sy.data(), 3, 30000)));
+    ok(attn::softmax(ctx, attn::make_matrix<const float>(small.data(), 4, 9),
+                     attn::make_matrix(small.data(), 4, 9)));
+    const auto tq = attn::make_bhsd<const float>(q.data(), B, Hq, Lq, Dk);
+    const auto tk = attn::make_bhsd<const float>(k.data(), B, Hkv, Lk, Dk);
+    const auto tv = attn::make_bhsd<const float>(v.data(), B, Hkv, Lk, Dv);
+    const auto to = attn::make_bhsd(out.data(), B, Hq, Lq, Dv);
+    ok(attn::attention(ctx, tq, tk, tv, to, {}));
+    attn::AttentionOptions o;
+    o.mask = attn::Mask::causal(attn::CausalAlign::bottom_right)
+                 .with_window(9, 2)
+                 .with_key_lengths(lengths.data())
+                 .with_additive(attn::make_bhsd<const float>(bias.data(), 1, 1, Lq, Lk))
+                 .with_allowed(attn::make_bhsd<const std::uint8_t>(allowed.data(), B, 1, Lq, Lk));
+    o.weights = attn::make_bhsd(w.data(), B, Hq, Lq, Lk);
+    ok(attn::attention(ctx, tq, tk, tv, to, o));
+    o.weights = {};
+    ok(attn::attention(ctx, tq, tk, tv, to, o));
+    const std::size_t rows = batch * seq;
+    attn::SelfAttentionParams p;
+    p.q = {attn::make_matrix<const float>(wq.data(), dm, heads * dk), bq.data()};
+    p.k = {attn::make_matrix<const float>(wk.data(), dm, kv_heads * dk), bk.data()};
+    p.v = {attn::make_matrix<const float>(wv.data(), dm, kv_heads * dk), bv.data()};
+    p.o = {attn::make_matrix<const float>(wo.data(), heads * dk, d_out), bo.data()};
+    p.num_heads = heads;
+    p.num_kv_heads = kv_heads;
+    p.attention.mask = attn::Mask::causal();
+    p.attention.weights = attn::make_bhsd(sa_w.data(), batch, heads, seq, seq);
+    const auto xv = attn::make_matrix<const float>(x.data(), rows, dm);
+    ok(attn::self_attention(ctx, xv, batch, p, attn::make_matrix(sa_out.data(), rows, d_out)));
+    p.o = {};
+    p.attention.weights = {};
+    ok(attn::self_attention(ctx, xv, batch, p, attn::make_matrix(sa_out.data(), rows, heads * dk)));
+    return failed;
+  }
+};
+
+}  // namespace
+
+namespace {
+// Stores every pointer, so the compiler cannot elide an allocation whose result is unused.
+void* volatile g_sink = nullptr;
+template <class T>
+T* keep(T* p) {
+  g_sink = p;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("the counting allocator sees every allocation function", "[alloc]") {
+  // Guards the test below: a replacement that the process does not use would count nothing.
+  struct alignas(128) Wide {
+    char c[128];
+  };
+  long allocs = 0, frees = 0;
+  int memalign_rc = -1;
+  {
+    Counting count;
+    void* p = keep(std::malloc(10));
+    p = keep(std::realloc(p, 100));
+    std::free(p);
+    std::free(keep(std::calloc(3, 4)));
+    void* q = nullptr;
+    memalign_rc = posix_memalign(&q, 64, 128);
+    std::free(keep(q));
+    std::free(keep(aligned_alloc(64, 128)));
+    delete keep(new int(1));
+    delete[] keep(new int[3]);
+    delete keep(new (std::nothrow) int(2));
+    delete keep(new Wide);
+    delete[] keep(new Wide[2]);
+    std::vector<float> vec(1000);
+    keep(vec.data());
+    vec.resize(5000);
+    keep(vec.data());
+    allocs = count.allocs();
+    frees = count.frees();
+  }
+  CHECK(memalign_rc == 0);
+  CHECK(allocs == 12);
+  CHECK(frees == 10);  // vec's second buffer is still alive; realloc's is not a separate free
+}
+
+TEST_CASE("no allocation in steady state: every routine, every ISA, 1 and several threads",
+          "[alloc]") {
+  Workload work;
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (int threads : {1, 2, 3}) {
+      INFO("isa " << attn::isa_name(isa) << ", " << threads << " threads");
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      {
+        Counting count;
+        REQUIRE(work.run(ctx) == 0);  // warm-up: grows the arena, starts the OpenMP team
+        CHECK(count.allocs() >= 1);   // the arena did grow: the counter sees attn's allocations
+      }
+      for (int round = 0; round < 3; ++round) {
+        Counting count;
+        REQUIRE(work.run(ctx) == 0);
+        const long allocs = count.allocs(), frees = count.frees();
+        INFO("round " << round << ": allocation sites" << Counting::sites());
+        CHECK(allocs == 0);
+        CHECK(frees == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("a scratch allocation failure is out_of_memory and writes nothing", "[alloc][oom]") {
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    attn::Context ctx = attn_test::make_context(isa, 2);
+    std::vector<float> q(2 * 5 * 8, 0.5f), out(2 * 5 * 8, kSentinel);
+    const auto tq = attn::make_bhsd<const float>(q.data(), 1, 2, 5, 8);
+    const auto to = attn::make_bhsd(out.data(), 1, 2, 5, 8);
+    g_fail_allocs = 1;
+    const attn::Status s = attn::attention(ctx, tq, tq, tq, to, {});
+    g_fail_allocs = 0;
+    INFO(s.message());
+    CHECK(s.code() == attn::StatusCode::out_of_memory);
+    CHECK(std::string(s.message()).find("scratch") != std::string::npos);
+    for (float x : out)
+      CHECK(x == kSentinel);
+    CHECK(ctx.scratch_bytes() == 0);
+    CHECK(attn::attention(ctx, tq, tq, tq, to, {}).ok());  // the next call allocates and runs
+    CHECK(out[0] != kSentinel);
+
+    std::vector<float> a(40 * 40, 1.0f), c(40 * 40, kSentinel);
+    const auto av = attn::make_matrix<const float>(a.data(), 40, 40);
+    ctx.release_scratch();
+    g_fail_allocs = 1;
+    CHECK(attn::matmul(ctx, av, attn::Transpose::no, av, attn::Transpose::no,
+                       attn::make_matrix(c.data(), 40, 40))
+              .code() == attn::StatusCode::out_of_memory);
+    g_fail_allocs = 0;
+    for (float x : c)
+      CHECK(x == kSentinel);
+  }
+}
+
+TEST_CASE("a Context whose state cannot be allocated fails every call with out_of_memory",
+          "[alloc][oom]") {
+  g_fail_allocs = 1;
+  attn::Context ctx;
+  g_fail_allocs = 0;
+  CHECK(ctx.init_status().code() == attn::StatusCode::out_of_memory);
+  CHECK(ctx.set_num_threads(2).code() == attn::StatusCode::out_of_memory);
+  CHECK(ctx.set_isa(attn::Isa::scalar).code() == attn::StatusCode::out_of_memory);
+  CHECK(ctx.num_threads() == 1);
+  CHECK(ctx.scratch_bytes() == 0);
+  std::vector<float> x(8, 1.0f), y(8, kSentinel);
+  CHECK(attn::exp(ctx, x.data(), y.data(), 8).code() == attn::StatusCode::out_of_memory);
+  CHECK(attn::softmax(ctx, attn::make_matrix<const float>(x.data(), 2, 4),
+                      attn::make_matrix(y.data(), 2, 4))
+            .code() == attn::StatusCode::out_of_memory);
+  for (float e : y)
+    CHECK(e == kSentinel);
+}

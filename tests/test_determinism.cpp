@@ -1,0 +1,131 @@
+// Determinism: every routine's output is bit-identical for 1, 2, 3 and 7 threads, and for
+// repeated calls on the same Context (arena reused) and on a fresh one, on every ISA. Shapes are
+// large enough that each routine really splits its work (exp and softmax go parallel from 2^16
+// elements; matmul with few rows also splits columns).
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "support/test_support.hpp"
+
+namespace {
+
+using attn::Transpose;
+
+// The inputs, and one call of each routine writing a fresh output.
+struct Problems {
+  attn_test::Rng rng{77};
+  std::vector<float> a = rng.uniform_vec(203 * 300), b = rng.uniform_vec(300 * 77),
+                     c0 = rng.uniform_vec(203 * 77), wide_b = rng.uniform_vec(64 * 500);
+  std::vector<float> ex = rng.uniform_vec(70001, -100.0f, 100.0f);
+  std::vector<float> sx = rng.uniform_vec(5 * 20000, -20.0f, 20.0f);
+  std::size_t B = 2, Hq = 6, Hkv = 2, Lq = 33, Lk = 47, Dk = 40, Dv = 24;
+  std::vector<float> q = rng.uniform_vec(B * Hq * Lq * Dk), k = rng.uniform_vec(B * Hkv * Lk * Dk),
+                     v = rng.uniform_vec(B * Hkv * Lk * Dv), bias = rng.uniform_vec(Lq * Lk);
+  std::vector<std::int32_t> lengths{47, 30};
+  std::size_t batch = 2, seq = 23, dm = 48, heads = 4, dh = 12, d_out = 40;
+  std::vector<float> x = rng.uniform_vec(batch * seq * dm),
+                     wq = rng.uniform_vec(dm * heads * dh, -0.3f, 0.3f),
+                     wk = rng.uniform_vec(dm * 2 * dh, -0.3f, 0.3f),
+                     wv = rng.uniform_vec(dm * 2 * dh, -0.3f, 0.3f),
+                     wo = rng.uniform_vec(heads * dh * d_out, -0.3f, 0.3f),
+                     bq = rng.uniform_vec(heads * dh), bo = rng.uniform_vec(d_out);
+
+  // Every output of every routine, in a fixed order.
+  std::vector<std::vector<float>> run(attn::Context& ctx) {
+    std::vector<std::vector<float>> r;
+    auto ok = [](const attn::Status& s) {
+      INFO(s.message());
+      REQUIRE(s.ok());
+    };
+    std::vector<float> c = c0;
+    ok(attn::matmul(ctx, attn::make_matrix<const float>(a.data(), 203, 300), Transpose::no,
+                    attn::make_matrix<const float>(b.data(), 300, 77), Transpose::no,
+                    attn::make_matrix(c.data(), 203, 77), 0.75f, -0.5f));
+    r.push_back(c);
+    std::vector<float> few(3 * 500);  // 3 rows: the columns are split among threads
+    ok(attn::matmul(ctx, attn::make_matrix<const float>(a.data(), 64, 3), Transpose::yes,
+                    attn::make_matrix<const float>(wide_b.data(), 500, 64), Transpose::yes,
+                    attn::make_matrix(few.data(), 3, 500)));
+    r.push_back(few);
+    std::vector<float> ey(ex.size());
+    ok(attn::exp(ctx, ex.data(), ey.data(), ex.size()));
+    r.push_back(ey);
+    std::vector<float> sy(sx.size()), sy_in_place = sx;
+    ok(attn::softmax(ctx, attn::make_matrix<const float>(sx.data(), 5, 20000),
+                     attn::make_matrix(sy.data(), 5, 20000)));
+    ok(attn::softmax(ctx, attn::make_matrix<const float>(sy_in_place.data(), 5, 20000),
+                     attn::make_matrix(sy_in_place.data(), 5, 20000)));
+    r.push_back(sy);
+    r.push_back(sy_in_place);
+    const auto tq = attn::make_bhsd<const float>(q.data(), B, Hq, Lq, Dk);
+    const auto tk = attn::make_bshd<const float>(k.data(), B, Lk, Hkv, Dk);
+    const auto tv = attn::make_bhsd<const float>(v.data(), B, Hkv, Lk, Dv);
+    std::vector<float> out(B * Hq * Lq * Dv), w(B * Hq * Lq * Lk), plain(out.size());
+    attn::AttentionOptions o;
+    o.mask = attn::Mask::causal(attn::CausalAlign::bottom_right)
+                 .with_key_lengths(lengths.data())
+                 .with_additive(attn::make_bhsd<const float>(bias.data(), 1, 1, Lq, Lk));
+    o.weights = attn::make_bhsd(w.data(), B, Hq, Lq, Lk);
+    ok(attn::attention(ctx, tq, tk, tv, attn::make_bhsd(out.data(), B, Hq, Lq, Dv), o));
+    ok(attn::attention(ctx, tq, tk, tv, attn::make_bhsd(plain.data(), B, Hq, Lq, Dv), {}));
+    r.push_back(out);
+    r.push_back(w);
+    r.push_back(plain);
+    attn::SelfAttentionParams p;
+    p.q = {attn::make_matrix<const float>(wq.data(), dm, heads * dh), bq.data()};
+    p.k = {attn::make_matrix<const float>(wk.data(), dm, 2 * dh), nullptr};
+    p.v = {attn::make_matrix<const float>(wv.data(), dm, 2 * dh), nullptr};
+    p.o = {attn::make_matrix<const float>(wo.data(), heads * dh, d_out), bo.data()};
+    p.num_heads = heads;
+    p.num_kv_heads = 2;
+    p.attention.mask = attn::Mask::causal();
+    std::vector<float> sa(batch * seq * d_out), sa_w(batch * heads * seq * seq);
+    p.attention.weights = attn::make_bhsd(sa_w.data(), batch, heads, seq, seq);
+    ok(attn::self_attention(ctx, attn::make_matrix<const float>(x.data(), batch * seq, dm), batch,
+                            p, attn::make_matrix(sa.data(), batch * seq, d_out)));
+    r.push_back(sa);
+    r.push_back(sa_w);
+    return r;
+  }
+};
+
+const char* const kNames[] = {"matmul",
+                              "matmul (3 rows)",
+                              "exp",
+                              "softmax",
+                              "softmax in place",
+                              "attention out",
+                              "attention weights",
+                              "attention without weights",
+                              "self_attention out",
+                              "self_attention weights"};
+
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("every routine is bit-identical for 1, 2, 3 and 7 threads and repeated calls",
+          "[determinism][threads]") {
+  Problems problems;
+  for (attn::Isa isa : attn_test::test_isas()) {
+    std::vector<std::vector<float>> first;
+    for (int threads : {1, 2, 3, 7}) {
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      for (int call = 0; call < 2; ++call) {
+        const auto got = problems.run(ctx);
+        if (first.empty()) {
+          first = got;
+          continue;
+        }
+        REQUIRE(got.size() == first.size());
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          INFO("isa " << attn::isa_name(isa) << ", " << threads << " threads, call " << call << ": "
+                      << kNames[i]);
+          CHECK(same_bits(got[i], first[i]));
+        }
+      }
+    }
+  }
+}
