@@ -90,14 +90,10 @@ TEST_CASE("self_attention with seq == 0 and batch > 1 is valid, as in the refere
   CHECK(r.ok());
 }
 
-// BUG (src/vmath/vmath_kernels.hpp, exp_kernel::operator(), the 4-vector loop): the fast-path
-// test takes max(max(|x0|, |x1|), max(|x2|, |x3|)); x86 max returns its second operand when
-// either is NaN, so a NaN in x1 turns the first max into NaN and the outer max then drops it,
-// hiding a large |x| in x0 from the test. That vector then runs the fast path, valid only for
-// |x| <= 87: exp(-1e30) comes out -inf (and exp(100) garbage) instead of 0 (and +inf). Found by
-// the fuzzer. src/vmath is being rewritten elsewhere, so this test documents the bug until then.
-TEST_CASE("exp: a NaN in one vector does not hide a large input in another",
-          "[hostile][exp][!mayfail]") {
+// exp decides its fast path (valid for |x| <= 87) for 4 vectors at once; a NaN in one vector
+// must not hide a large |x| in another (found by the fuzzer: a max over the vectors dropped
+// the NaN's lane and with it the large one, so exp(-1e30) came out -inf).
+TEST_CASE("exp: a NaN in one vector does not hide a large input in another", "[hostile][exp]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx = attn_test::make_context(isa);
     std::size_t bad = 0;
@@ -122,13 +118,10 @@ TEST_CASE("exp: a NaN in one vector does not hide a large input in another",
   }
 }
 
-// BUG (src/attention/self_attention.cpp, `if (rows == 0 || d.d_out == 0) return Status::Ok();`):
-// with an output projection of 0 columns (d_out == 0) and attention weights requested, the call
-// returns ok without computing the attention, so the weights are never written; the reference
-// writes them. Found by the fuzzer. src/attention is being rewritten elsewhere, so this test
-// documents the bug until then.
+// With an output projection of 0 columns (d_out == 0) and attention weights requested, the
+// weights are still computed and written, as the reference does (found by the fuzzer).
 TEST_CASE("self_attention writes the weights even when out has no columns",
-          "[hostile][self_attention][!mayfail]") {
+          "[hostile][self_attention]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     INFO("isa " << attn::isa_name(isa));
     attn::Context ctx = attn_test::make_context(isa);
@@ -156,15 +149,11 @@ TEST_CASE("self_attention writes the weights even when out has no columns",
   }
 }
 
-// BUG (src/attention/attention_rows.cpp:47-50 and the k and v rows below them): the driver takes
-// &call.q(b, h, i, 0), &call.out(b, h, i, 0), ... for every row; with Dk == 0 (or Dv == 0) those
-// views are empty and may have null data, and binding a reference to *nullptr is undefined
-// behaviour, which UBSan reports (view.hpp:40, "reference binding to null pointer"). Harmless in
-// practice, but the library is then not UBSan-clean on valid input. Found by the fuzzer. Only
-// the sanitizer build (`asan` preset) can see it; there the child process aborts. src/attention
-// is being rewritten elsewhere, so this test documents the bug until then.
+// With Dk == 0 (or Dv == 0) the q and k (v and out) views are empty and may have null data: the
+// driver must never form a reference to *nullptr (UBSan, in the `asan` preset, would abort the
+// child process). Found by the fuzzer.
 TEST_CASE("attention with Dk == 0 or Dv == 0 and null data is free of undefined behaviour",
-          "[hostile][attention][!mayfail]") {
+          "[hostile][attention]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     INFO("isa " << attn::isa_name(isa));
     std::vector<float> q(2 * 3, 0.5f), k(4 * 3, 0.25f), v(4 * 3, 1.0f), out(2 * 3, kSentinel);
@@ -214,15 +203,11 @@ TEST_CASE("a broadcast view whose element count times 4 overflows is invalid_arg
   }
 }
 
-// BUG (src/attention/attention_rows.cpp, attention_scratch_bytes): the per-thread scratch is
-// threads * (round64(Lk * 4) + round64(Dv * 4)) in unchecked size_t arithmetic. With Dk == Dv == 0
-// every view is empty (so no size check can fire) and Lk = 2^62 makes Lk * 4 wrap to 0: the arena
-// is not grown and the row loop writes Lk scores past it (heap overflow). With several threads the
-// product wraps for valid broadcast views too (k and v of shape [1, 1, 2^60, 1], strides 0, and 8
-// threads: 8 * 2^62 wraps). The driver must use checked arithmetic and return out_of_memory (or
-// need no O(Lk) scratch). src/attention is being rewritten elsewhere, so this test documents the
-// bug until then; it runs in a child process with a time limit.
-TEST_CASE("attention's scratch size does not wrap around", "[hostile][attention][!mayfail]") {
+// Scratch sizes must never wrap: with Dk == Dv == 0 every view is empty (so no size check can
+// fire) and Lk = 2^62; an earlier driver sized Lk * 4 bytes, which wrapped to 0, and overflowed
+// the heap (found by the fuzzer). Now sizes saturate (out_of_memory) and a call with nothing to
+// write returns at once. It runs in a child process with a time limit.
+TEST_CASE("attention's scratch size does not wrap around", "[hostile][attention]") {
   CHECK(exits_cleanly([] {
     alarm(20);
     attn::Context ctx = attn_test::make_context(attn::Isa::scalar);

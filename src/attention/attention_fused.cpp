@@ -23,6 +23,7 @@
 
 #include "attention/attention_driver.hpp"
 #include "attention/mask_rows.hpp"
+#include "core/checks.hpp"
 #include "core/context_state.hpp"
 #include "core/parallel.hpp"
 
@@ -91,16 +92,18 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
   p.groups = d.batch * d.heads_kv;
   // V is read in place when each of its rows holds whole NR-wide panels.
   p.pack_v = d.dim_v % p.nr != 0 || call.v.strides[2] <= 0;
-  const std::size_t lk_pad = round_up(std::max<std::size_t>(d.len_k, 1), p.nr);
-  p.k_pack_floats = round_up(lk_pad * std::max<std::size_t>(p.dk, 1), 16);
-  p.v_pack_floats = p.pack_v ? round_up(lk_pad * p.dv_pad, 16) : 0;
-  const std::size_t group_bytes = (p.k_pack_floats + p.v_pack_floats) * sizeof(float);
+  // Sizes saturate (sat_mul, sat_add): absurd shapes end in out_of_memory, never in a wrap.
+  const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
+  p.k_pack_floats = round_up(sat_mul(lk_pad, p.dk), 16);
+  p.v_pack_floats = p.pack_v ? round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
+  const std::size_t group_bytes =
+      std::max<std::size_t>(64, sat_mul(sat_add(p.k_pack_floats, p.v_pack_floats), 4));
   p.groups_per_batch = std::max<std::size_t>(1, std::min(p.groups, kPackBudget / group_bytes));
-  p.pack_bytes = p.groups_per_batch * group_bytes;
+  p.pack_bytes = sat_mul(p.groups_per_batch, group_bytes);
   const std::size_t hpt = p.heads_per_task;
-  p.q_floats = hpt * p.bq * std::max<std::size_t>(p.dk, 1);
+  p.q_floats = hpt * p.bq * p.dk;
   p.s_floats = p.bq * p.bk;
-  p.o_floats = hpt * p.bq * std::max<std::size_t>(p.dv_pad, 1);
+  p.o_floats = hpt * p.bq * p.dv_pad;
   p.row_floats = hpt * p.bq;
   p.per_thread_bytes =
       ScratchCarver::rounded(p.q_floats * 4) + ScratchCarver::rounded(p.s_floats * 4) +
@@ -108,10 +111,20 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
       2 * ScratchCarver::rounded(p.bq * sizeof(std::size_t)) +
       ScratchCarver::rounded(std::max(p.bq, p.mr) * 4);
   // Decoding split: (m, l, O) per task, head and row, for one batch of groups.
-  p.partial_bytes = p.k_chunks > 1 ? ScratchCarver::rounded(p.groups_per_batch * p.tasks_per_group *
-                                                            hpt * p.bq * (p.dv_pad + 2) * 4)
-                                   : 0;
+  p.partial_bytes =
+      p.k_chunks > 1 ? sat_mul(sat_mul(sat_mul(p.groups_per_batch, p.tasks_per_group), hpt * p.bq),
+                               (p.dv_pad + 2) * 4)
+                     : 0;
+  p.partial_bytes =
+      p.partial_bytes == SIZE_MAX ? SIZE_MAX : ScratchCarver::rounded(p.partial_bytes);
   return p;
+}
+
+// Row s of head h of batch b in a [batch, heads, seq, dim] view, or nullptr when the view has
+// no data (an empty view: Dk or Dv == 0), so no reference to *nullptr is ever formed.
+template <class T>
+T* row_ptr(const TensorView<T>& t, std::size_t b, std::size_t h, std::size_t s) {
+  return t.data == nullptr ? nullptr : &t(b, h, s, 0);
 }
 
 struct TaskIndex {
@@ -170,12 +183,13 @@ void pack_k_panels(const Kernels& kern, const Plan& p, const AttentionCall& call
                    std::size_t kvh, std::size_t panel_begin, std::size_t panel_end, float* k_pack) {
   const std::size_t nr = p.nr, dk = p.dk, lk = call.dims.len_k;
   const std::ptrdiff_t ldk = call.k.strides[2];
+  if (dk == 0) return;  // nothing to pack (and k may have no data)
   for (std::size_t jp = panel_begin; jp < panel_end; ++jp) {
     const std::size_t keys = std::min(nr, lk - jp * nr);
     float* dst = k_pack + jp * nr * dk;
     if (ldk > 0) {
-      kern.attention_pack_kt(&call.k(b, kvh, jp * nr, 0), static_cast<std::size_t>(ldk), keys, dk,
-                             dst);
+      kern.attention_pack_kt(row_ptr(call.k, b, kvh, jp * nr), static_cast<std::size_t>(ldk), keys,
+                             dk, dst);
       continue;
     }
     for (std::size_t x = 0; x < dk; ++x) {  // zero or negative key stride: element by element
@@ -232,14 +246,15 @@ class Task {
   // Q rows of the tile into MR-wide panels (the GEMM's A layout), zero rows past the tile.
   void pack_q() const {
     const std::size_t mr = p_.mr, dk = p_.dk;
+    if (dk == 0) return;  // nothing to pack (and q may have no data)
     const std::ptrdiff_t ldq = call_.q.strides[2];
     for (std::size_t hh = 0; hh < nh_; ++hh) {
       float* dst = w_.q + hh * p_.bq * dk;
       for (std::size_t ib = 0; ib < rows_pad_; ib += mr, dst += mr * dk) {
         const std::size_t rows = ib < rows_ ? std::min(mr, rows_ - ib) : 0;
         if (ldq > 0 && rows > 0) {
-          kern_.gemm_pack_a(&call_.q(ti_.b, h0_ + hh, q0_ + ib, 0), static_cast<std::size_t>(ldq),
-                            rows, dk, dst);
+          kern_.gemm_pack_a(row_ptr(call_.q, ti_.b, h0_ + hh, q0_ + ib),
+                            static_cast<std::size_t>(ldq), rows, dk, dst);
           continue;
         }
         for (std::size_t i = 0; i < mr; ++i) {  // zero or negative row stride
@@ -393,13 +408,14 @@ class Task {
       for (std::size_t i = 0; i < rows_; ++i) {
         const float l = w_.l[hh * p_.bq + i];
         const float* orow = w_.o + (hh * p_.bq + i) * p_.dv_pad;
-        float* out = &call_.out(ti_.b, h0_ + hh, q0_ + i, 0);
+        float* out = row_ptr(call_.out, ti_.b, h0_ + hh, q0_ + i);
         write_row(out, orow, l);
       }
     }
   }
 
   void write_row(float* out, const float* orow, float l) const {
+    if (p_.dv == 0) return;
     if (std::isnan(l)) {
       std::fill(out, out + p_.dv, NAN);
     } else if (l == 0.0f) {  // fully masked: zeros, by contract
@@ -452,7 +468,7 @@ class Task {
               acc[x] += scale * part[2 + x];
           }
         }
-        float* out = &call_.out(ti_.b, h0_ + hh, q0_ + i, 0);
+        float* out = row_ptr(call_.out, ti_.b, h0_ + hh, q0_ + i);
         write_row(out, acc, nan ? NAN : l);
       }
     }
@@ -519,7 +535,7 @@ class Task {
     for (std::size_t hh = 0; hh < nh_; ++hh) {
       for (std::size_t i = 0; i < rows_; ++i) {
         const float m = w_.m[hh * p_.bq + i], l = w_.l[hh * p_.bq + i];
-        float* out = &call_.out(ti_.b, h0_ + hh, q0_ + i, 0);
+        float* out = row_ptr(call_.out, ti_.b, h0_ + hh, q0_ + i);
         float* wrow = &wv(ti_.b, h0_ + hh, q0_ + i, 0);
         if (std::isnan(l)) {
           std::fill(out, out + p_.dv, NAN);
@@ -567,17 +583,17 @@ void run_small_rows(const Kernels& kern, const AttentionCall& call) {
     for (std::size_t h = 0; h < d.heads_q; ++h) {
       const MaskRows mr(call.options->mask, d, b, h);
       const std::size_t hk = h / group;
-      const float* k = d.len_k ? &call.k(b, hk, 0, 0) : nullptr;
-      const float* v = d.len_k ? &call.v(b, hk, 0, 0) : nullptr;
+      const float* k = d.len_k ? row_ptr(call.k, b, hk, 0) : nullptr;
+      const float* v = d.len_k ? row_ptr(call.v, b, hk, 0) : nullptr;
       for (std::size_t i = 0; i < d.len_q; ++i) {
         const KeyRange r = mr.range(i);
         const std::uint8_t* keep = mr.allowed_row(i);
         for (std::size_t j = 0; j < d.len_k; ++j) {
           allowed[j] = j >= r.begin && j < r.end && (keep == nullptr || keep[j] != 0);
         }
-        kern.attention_small_row(&call.q(b, h, i, 0), k, ldk, v, ldv, d.len_k, d.dim_k, d.dim_v,
-                                 d.scale, allowed, mr.additive_row(i), &call.out(b, h, i, 0),
-                                 w.data ? &w(b, h, i, 0) : nullptr);
+        kern.attention_small_row(row_ptr(call.q, b, h, i), k, ldk, v, ldv, d.len_k, d.dim_k,
+                                 d.dim_v, d.scale, allowed, mr.additive_row(i),
+                                 row_ptr(call.out, b, h, i), w.data ? &w(b, h, i, 0) : nullptr);
       }
     }
   }
@@ -585,15 +601,23 @@ void run_small_rows(const Kernels& kern, const AttentionCall& call) {
 
 }  // namespace
 
+// Nothing to write: no output columns and no weights (or no query rows).
+bool nothing_to_do(const AttentionCall& call) {
+  const AttentionDims& d = call.dims;
+  return d.batch == 0 || d.heads_q == 0 || d.len_q == 0 ||
+         (d.dim_v == 0 && call.options->weights.data == nullptr);
+}
+
 std::size_t attention_scratch_bytes(const Kernels& kern, int threads, const AttentionCall& call) {
-  if (use_small_rows(call)) return 0;
+  if (nothing_to_do(call) || use_small_rows(call)) return 0;
   const Plan p = make_plan(kern, call);
-  return p.pack_bytes + p.partial_bytes + static_cast<std::size_t>(threads) * p.per_thread_bytes;
+  return sat_add(sat_add(p.pack_bytes, p.partial_bytes),
+                 sat_mul(static_cast<std::size_t>(threads), p.per_thread_bytes));
 }
 
 void attention_run(const Kernels& kern, int threads, const AttentionCall& call, void* scratch) {
   const AttentionDims& d = call.dims;
-  if (d.batch == 0 || d.heads_q == 0 || d.len_q == 0) return;
+  if (nothing_to_do(call)) return;
   if (use_small_rows(call)) {
     run_small_rows(kern, call);
     return;
@@ -615,7 +639,7 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
     const float* base = packs + (g - g0) * group_floats;
     if (p.pack_v) return GroupPack{base, base + p.k_pack_floats, p.dv_pad};
     const std::size_t b = g / d.heads_kv, kvh = g % d.heads_kv;
-    return GroupPack{base, d.len_k ? &call.v(b, kvh, 0, 0) : nullptr,
+    return GroupPack{base, d.len_k ? row_ptr(call.v, b, kvh, 0) : nullptr,
                      static_cast<std::size_t>(call.v.strides[2])};
   };
   run_parallel(threads, [&](int t, int nt) {

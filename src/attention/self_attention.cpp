@@ -54,7 +54,8 @@ Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch
   detail::SelfAttentionDims d;
   ATTN_RETURN_IF_ERROR(detail::validate_self_attention(fn, x, batch, params, out, &d));
   const std::size_t rows = x.rows;
-  if (rows == 0 || d.d_out == 0) return Status::Ok();
+  // Nothing to write: no rows, or no output columns and no weights requested.
+  if (rows == 0 || (d.d_out == 0 && params.attention.weights.data == nullptr)) return Status::Ok();
   const detail::Kernels& kern = *st->kernels;
   const int threads = st->threads;
   const std::size_t dq = d.heads_q * d.dim_k, dk = d.heads_kv * d.dim_k, dv = d.heads_kv * d.dim_v,

@@ -71,4 +71,15 @@ inline bool add_ok(std::size_t a, std::size_t b, std::size_t* r) {
   return !__builtin_add_overflow(a, b, r);
 }
 
+// Saturating size arithmetic for scratch sizes: SIZE_MAX on overflow, which the arena then
+// refuses with out_of_memory.
+inline std::size_t sat_mul(std::size_t a, std::size_t b) {
+  std::size_t r;
+  return mul_ok(a, b, &r) ? r : SIZE_MAX;
+}
+inline std::size_t sat_add(std::size_t a, std::size_t b) {
+  std::size_t r;
+  return add_ok(a, b, &r) ? r : SIZE_MAX;
+}
+
 }  // namespace attn::detail

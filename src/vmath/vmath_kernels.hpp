@@ -119,11 +119,12 @@ void exp_kernel::operator()(A, const float* x, float* y, std::size_t n) const {
   for (; i + 4 * L <= n; i += 4 * L) {
     const V x0 = V::load_unaligned(x + i), x1 = V::load_unaligned(x + i + L),
             x2 = V::load_unaligned(x + i + 2 * L), x3 = V::load_unaligned(x + i + 3 * L);
-    const V big = xsimd::max(xsimd::max(xsimd::abs(x0), xsimd::abs(x1)),
-                             xsimd::max(xsimd::abs(x2), xsimd::abs(x3)));
-    // A NaN lane can hide a large one from max(); !(big <= limit) sends it to exp_any, which
-    // checks each vector on its own.
-    if (xsimd::all(big <= V(expf_constants::kFastLimit))) {
+    // Each vector's own test, and-ed: a max over the vectors would let a NaN lane hide a large
+    // one (x86 max returns its second operand when either is NaN). NaN fails the test and goes
+    // to exp_any, which checks each vector on its own.
+    const V lim(expf_constants::kFastLimit);
+    if (xsimd::all((xsimd::abs(x0) <= lim) & (xsimd::abs(x1) <= lim) & (xsimd::abs(x2) <= lim) &
+                   (xsimd::abs(x3) <= lim))) {
       expf_impl::exp_fast<A>(x0).store_unaligned(y + i);
       expf_impl::exp_fast<A>(x1).store_unaligned(y + i + L);
       expf_impl::exp_fast<A>(x2).store_unaligned(y + i + 2 * L);

@@ -402,9 +402,10 @@ TEST_CASE("a scratch allocation failure is out_of_memory and writes nothing", "[
   for (attn::Isa isa : attn_test::test_isas()) {
     INFO("isa " << attn::isa_name(isa));
     attn::Context ctx = attn_test::make_context(isa, 2);
-    std::vector<float> q(2 * 5 * 8, 0.5f), out(2 * 5 * 8, kSentinel);
-    const auto tq = attn::make_bhsd<const float>(q.data(), 1, 2, 5, 8);
-    const auto to = attn::make_bhsd(out.data(), 1, 2, 5, 8);
+    // 40 keys: more than the latency path takes (it needs no scratch), so the tiled path runs.
+    std::vector<float> q(2 * 40 * 8, 0.5f), out(2 * 40 * 8, kSentinel);
+    const auto tq = attn::make_bhsd<const float>(q.data(), 1, 2, 40, 8);
+    const auto to = attn::make_bhsd(out.data(), 1, 2, 40, 8);
     g_fail_allocs = 1;
     const attn::Status s = attn::attention(ctx, tq, tq, tq, to, {});
     g_fail_allocs = 0;
@@ -420,8 +421,8 @@ TEST_CASE("a scratch allocation failure is out_of_memory and writes nothing", "[
     std::vector<float> a(40 * 40, 1.0f), c(40 * 40, kSentinel);
     const auto av = attn::make_matrix<const float>(a.data(), 40, 40);
     ctx.release_scratch();
-    g_fail_allocs = 1;
-    CHECK(attn::matmul(ctx, av, attn::Transpose::no, av, attn::Transpose::no,
+    g_fail_allocs = 1;  // A^T takes the packed path, which needs scratch
+    CHECK(attn::matmul(ctx, av, attn::Transpose::yes, av, attn::Transpose::no,
                        attn::make_matrix(c.data(), 40, 40))
               .code() == attn::StatusCode::out_of_memory);
     g_fail_allocs = 0;
