@@ -19,12 +19,22 @@ struct Plan {
   std::size_t b_floats;  // shared: packed KC x NC panel of B
 };
 
-Plan make_plan(const Kernels& kern, GemmShape s) {
+// Below about 10 microseconds of work, starting threads costs more than it saves.
+int effective_threads(int threads, GemmShape s) {
+  return 2.0 * double(s.m) * double(s.n) * double(s.k) < 2e6 ? 1 : threads;
+}
+
+Plan make_plan(const Kernels& kern, GemmShape s, int threads) {
   Plan p;
   p.mr = kern.gemm_mr;
   p.nr = kern.gemm_nr;
   p.kc = std::min(kern.gemm_blocking.kc, std::max<std::size_t>(s.k, 1));
-  p.mc = std::min(kern.gemm_blocking.mc, round_up(std::max<std::size_t>(s.m, 1), p.mr));
+  // MC: at most the table's, and such that the row blocks split evenly among the threads (the
+  // blocking never changes a result: each element of C is reduced over k in the same order).
+  const std::size_t m = std::max<std::size_t>(s.m, 1);
+  const std::size_t t = static_cast<std::size_t>(threads);
+  const std::size_t blocks = round_up((m + kern.gemm_blocking.mc - 1) / kern.gemm_blocking.mc, t);
+  p.mc = std::min(kern.gemm_blocking.mc, round_up((m + blocks - 1) / blocks, p.mr));
   p.nc = std::min(kern.gemm_blocking.nc, round_up(std::max<std::size_t>(s.n, 1), p.nr));
   p.a_floats = round_up(p.mc * p.kc, 16);
   p.b_floats = round_up(p.nc * p.kc, 16);
@@ -133,7 +143,8 @@ std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, GemmShape shape
   if (use_direct(shape, a, b)) {
     return direct_transposes_b(b) ? shape.k * shape.n * sizeof(float) : 0;
   }
-  const Plan p = make_plan(kern, shape);
+  threads = effective_threads(threads, shape);
+  const Plan p = make_plan(kern, shape, threads);
   const std::size_t per_thread = p.a_floats * sizeof(float);
   return p.b_floats * sizeof(float) + static_cast<std::size_t>(threads) * per_thread;
 }
@@ -145,8 +156,7 @@ void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperan
     scale_c(s.m, s.n, beta, c, ldc, bias);
     return;
   }
-  // Below about 10 microseconds of work, starting threads costs more than it saves.
-  if (2.0 * double(s.m) * double(s.n) * double(s.k) < 2e6) threads = 1;
+  threads = effective_threads(threads, s);
   if (use_direct(s, a, b)) {
     if (direct_transposes_b(b)) {  // op(B)(p, j) = b[j * cs + p]: make it row-major k x n
       float* bt = static_cast<float*>(scratch);
@@ -156,7 +166,7 @@ void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperan
     gemm_direct(kern, threads, s, alpha, a, b, beta, c, ldc, bias);
     return;
   }
-  const Plan plan = make_plan(kern, s);
+  const Plan plan = make_plan(kern, s, threads);
   float* b_buf = static_cast<float*>(scratch);
   float* thread_bufs = b_buf + plan.b_floats;
   const std::size_t m_blocks = (s.m + plan.mc - 1) / plan.mc;
