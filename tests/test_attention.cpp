@@ -37,29 +37,23 @@ std::vector<int> thread_counts() {
 
 TEST_CASE("attention matches the reference on small shapes with every mask", "[attention]") {
   attn_test::Rng rng(21);
-  for (attn::Isa isa : attn_test::test_isas()) {
-    for (int threads : thread_counts()) {
-      attn::Context ctx = attn_test::make_context(isa, threads);
-      unsigned n = 0;
-      for (std::size_t lq = 1; lq <= 9; ++lq) {
-        for (std::size_t lk = 1; lk <= 9; ++lk) {
-          AttentionCase c;
-          c.B = 2;
-          c.Hq = 2;
-          c.Hkv = (n % 2) ? 1 : 2;
-          c.Lq = lq;
-          c.Lk = lk;
-          c.Dk = 1 + (n % 5);
-          c.Dv = 1 + (n % 3) * 3;
-          c.bshd = n % 4 == 1;
-          c.weights = n % 3 == 0;
-          c.seed = n;
-          c = with_mask(c, n * 37 % 256, rng);
-          INFO("isa " << attn::isa_name(isa) << " threads " << threads);
-          check_attention_case(ctx, c);
-          ++n;
-        }
-      }
+  unsigned n = 0;
+  for (std::size_t lq = 1; lq <= 9; ++lq) {
+    for (std::size_t lk = 1; lk <= 9; ++lk) {
+      AttentionCase c;
+      c.B = 2;
+      c.Hq = 2;
+      c.Hkv = (n % 2) ? 1 : 2;
+      c.Lq = lq;
+      c.Lk = lk;
+      c.Dk = 1 + (n % 5);
+      c.Dv = 1 + (n % 3) * 3;
+      c.bshd = n % 4 == 1;
+      c.weights = n % 3 == 0;
+      c.seed = n;
+      c = with_mask(c, n * 37 % 256, rng);
+      attn_test::check_attention_case_everywhere(c, thread_counts());
+      ++n;
     }
   }
 }
@@ -69,33 +63,32 @@ TEST_CASE("attention matches the reference on tile-sized and long shapes", "[att
   struct Shape {
     std::size_t lq, lk, dk, dv;
   };
-  const Shape shapes[] = {{15, 17, 16, 16},   {16, 16, 64, 64},   {31, 33, 80, 80},
-                          {63, 65, 64, 32},   {64, 64, 128, 128}, {65, 127, 3, 5},
-                          {129, 257, 64, 64}, {1, 1031, 64, 64},  {97, 1, 256, 256},
-                          {200, 211, 16, 48}};
-  for (attn::Isa isa : attn_test::test_isas()) {
-    for (int threads : thread_counts()) {
-      attn::Context ctx = attn_test::make_context(isa, threads);
-      unsigned n = 0;
-      for (const Shape& s : shapes) {
-        for (unsigned bits : {0u, 1u, 3u, 5u, 8u, 16u, 32u, 9u + 16u + 32u}) {
-          AttentionCase c;
-          c.B = 1 + n % 2;
-          c.Hq = 4;
-          c.Hkv = n % 3 == 0 ? 1 : (n % 3 == 1 ? 2 : 4);
-          c.Lq = s.lq;
-          c.Lk = s.lk;
-          c.Dk = s.dk;
-          c.Dv = s.dv;
-          c.bshd = n % 2 == 0;
-          c.weights = n % 5 == 0;
-          c.seed = 100 + n;
-          c = with_mask(c, bits, rng);
-          INFO("isa " << attn::isa_name(isa) << " threads " << threads);
-          check_attention_case(ctx, c);
-          ++n;
-        }
-      }
+  // Around every ISA's tiles: query tiles of 32 (scalar), 48 (sse2, avx2, neon), 56 (avx512);
+  // key tiles of 64 (scalar, sse2), 96 (neon), 128 (avx2, avx512); K^T panels of 4..32 keys;
+  // the latency path's 32 keys.
+  const Shape shapes[] = {
+      {31, 63, 64, 64},   {33, 65, 16, 8},    {47, 95, 64, 64},   {49, 97, 32, 64},
+      {55, 127, 64, 64},  {57, 129, 64, 128}, {56, 128, 64, 64},  {48, 96, 1, 1},
+      {7, 32, 16, 16},    {9, 33, 16, 16},    {15, 17, 16, 16},   {16, 16, 64, 64},
+      {31, 33, 80, 80},   {63, 65, 64, 32},   {64, 64, 128, 128}, {65, 127, 3, 5},
+      {129, 257, 64, 64}, {1, 1031, 64, 64},  {97, 1, 256, 256},  {200, 211, 16, 48}};
+  unsigned n = 0;
+  for (const Shape& s : shapes) {
+    for (unsigned bits : {0u, 1u, 3u, 5u, 8u, 16u, 32u, 9u + 16u + 32u}) {
+      AttentionCase c;
+      c.B = 1 + n % 2;
+      c.Hq = 4;
+      c.Hkv = n % 3 == 0 ? 1 : (n % 3 == 1 ? 2 : 4);
+      c.Lq = s.lq;
+      c.Lk = s.lk;
+      c.Dk = s.dk;
+      c.Dv = s.dv;
+      c.bshd = n % 2 == 0;
+      c.weights = n % 5 == 0;
+      c.seed = 100 + n;
+      c = with_mask(c, bits, rng);
+      attn_test::check_attention_case_everywhere(c, thread_counts());
+      ++n;
     }
   }
 }
@@ -105,29 +98,23 @@ TEST_CASE("attention splits long key ranges of few rows (decoding) exactly", "[a
   // merged; masks and non-finite values must behave as in the unsplit path.
   attn_test::Rng rng(23);
   const std::size_t lks[] = {2048, 3001, 5000};
-  for (attn::Isa isa : attn_test::test_isas()) {
-    for (int threads : {1, 3}) {
-      attn::Context ctx = attn_test::make_context(isa, threads);
-      unsigned n = 0;
-      for (std::size_t lk : lks) {
-        for (unsigned bits : {0u, 3u, 5u, 8u, 16u + 32u}) {
-          AttentionCase c;
-          c.B = 1 + n % 2;
-          c.Hq = 2;
-          c.Hkv = 1 + n % 2;
-          c.Lq = 1 + n % 3;
-          c.Lk = lk;
-          c.Dk = 64;
-          c.Dv = 40;
-          c.bshd = n % 2 == 1;
-          c.seed = 300 + n;
-          c = with_mask(c, bits, rng);
-          c.window_left = 1500;
-          INFO("isa " << attn::isa_name(isa) << " threads " << threads);
-          check_attention_case(ctx, c);
-          ++n;
-        }
-      }
+  unsigned n = 0;
+  for (std::size_t lk : lks) {
+    for (unsigned bits : {0u, 3u, 5u, 8u, 16u + 32u}) {
+      AttentionCase c;
+      c.B = 1 + n % 2;
+      c.Hq = 2;
+      c.Hkv = 1 + n % 2;
+      c.Lq = 1 + n % 3;
+      c.Lk = lk;
+      c.Dk = 64;
+      c.Dv = 40;
+      c.bshd = n % 2 == 1;
+      c.seed = 300 + n;
+      c = with_mask(c, bits, rng);
+      c.window_left = 1500;
+      attn_test::check_attention_case_everywhere(c, {1, 3});
+      ++n;
     }
   }
 }

@@ -159,13 +159,21 @@ class AttentionProblem {
   }
 
   void compare(const AttentionResult& got, const AttentionResult& want) const {
+    if (factors_.empty()) {  // the per-row tolerance factors, computed once per problem
+      for (std::size_t b = 0; b < c_.B; ++b)
+        for (std::size_t h = 0; h < c_.Hq; ++h)
+          for (std::size_t i = 0; i < c_.Lq; ++i) {
+            double vmax = 0.0;
+            factors_.push_back(row_factor(b, h, i, &vmax));
+            vmaxes_.push_back(vmax);
+          }
+    }
     std::size_t bad = 0;
     for (std::size_t b = 0; b < c_.B; ++b) {
       for (std::size_t h = 0; h < c_.Hq; ++h) {
         for (std::size_t i = 0; i < c_.Lq; ++i) {
-          double vmax = 0.0;
-          const double f = row_factor(b, h, i, &vmax);
           const std::size_t row = (b * c_.Hq + h) * c_.Lq + i;
+          const double f = factors_[row], vmax = vmaxes_[row];
           for (std::size_t x = 0; x < c_.Dv; ++x) {
             const float g = got.out[row * c_.Dv + x], w = want.out[row * c_.Dv + x];
             const bool ok =
@@ -201,6 +209,7 @@ class AttentionProblem {
   std::vector<std::int32_t> lengths_;
   attn::TensorView<const float> bias_view_{};
   attn::TensorView<const std::uint8_t> allowed_view_{};
+  mutable std::vector<double> factors_, vmaxes_;
 };
 
 inline std::ostream& operator<<(std::ostream& os, const AttentionCase& c) {
@@ -235,6 +244,30 @@ inline void check_attention_case(attn::Context& ctx, const AttentionCase& c,
     p.compare(plain, want);
   }
   if (fast_out) *fast_out = got;
+}
+
+// The same on every ISA the machine runs and each thread count, with the reference (the slow
+// part) computed once.
+inline void check_attention_case_everywhere(const AttentionCase& c,
+                                            const std::vector<int>& thread_counts) {
+  INFO(c);
+  const AttentionProblem p(c);
+  AttentionResult want;
+  REQUIRE(p.run(nullptr, c.weights, &want).ok());
+  for (attn::Isa isa : test_isas()) {
+    for (int threads : thread_counts) {
+      INFO("isa " << attn::isa_name(isa) << " threads " << threads);
+      attn::Context ctx = make_context(isa, threads);
+      AttentionResult got;
+      REQUIRE(p.run(&ctx, c.weights, &got).ok());
+      p.compare(got, want);
+      if (c.weights) {
+        AttentionResult plain;
+        REQUIRE(p.run(&ctx, false, &plain).ok());
+        p.compare(plain, want);
+      }
+    }
+  }
 }
 
 }  // namespace attn_test
