@@ -90,11 +90,13 @@ Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch
   }
   // Q, K and V side by side in one buffer (row stride dqkv); attention reads the heads in place.
   const std::size_t dqkv = dq + dk + dv;
-  float* qkv_buf = nullptr;  // set below; the views only need their strides for sizing
-  auto set_views = [&](float* base) {
+  float* qkv_buf = nullptr;            // set below; the views only need their strides for sizing
+  auto set_views = [&](float* base) {  // base == nullptr: views for sizing only
+    const float* k = base ? base + dq : nullptr;
+    const float* v = base ? base + dq + dk : nullptr;
     call.q = make_bshd<const float>(base, d.batch, d.seq, d.heads_q, d.dim_k, dqkv);
-    call.k = make_bshd<const float>(base + dq, d.batch, d.seq, d.heads_kv, d.dim_k, dqkv);
-    call.v = make_bshd<const float>(base + dq + dk, d.batch, d.seq, d.heads_kv, d.dim_v, dqkv);
+    call.k = make_bshd<const float>(k, d.batch, d.seq, d.heads_kv, d.dim_k, dqkv);
+    call.v = make_bshd<const float>(v, d.batch, d.seq, d.heads_kv, d.dim_v, dqkv);
     call.out = make_bshd<float>(heads_out, d.batch, d.seq, d.heads_q, d.dim_v, heads_stride);
   };
   if (d.has_output_projection) heads_stride = dh;
