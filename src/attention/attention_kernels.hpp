@@ -128,14 +128,16 @@ struct small_row_kernel {
         s[j] = -INFINITY;
         continue;
       }
-      const float* kj = k + j * ldk;
       V acc(0.0f);
-      std::size_t x = 0;
-      for (; x + L <= dk; x += L)
-        acc = fmadd<A>(V::load_unaligned(q + x), V::load_unaligned(kj + x), acc);
-      if (x < dk)
-        acc = fmadd<A>(load_partial<A>(q + x, dk - x, 0.0f), load_partial<A>(kj + x, dk - x, 0.0f),
-                       acc);
+      if (dk > 0) {  // with dk == 0, k may be null: no pointer arithmetic on it
+        const float* kj = k + j * ldk;
+        std::size_t x = 0;
+        for (; x + L <= dk; x += L)
+          acc = fmadd<A>(V::load_unaligned(q + x), V::load_unaligned(kj + x), acc);
+        if (x < dk)
+          acc = fmadd<A>(load_partial<A>(q + x, dk - x, 0.0f),
+                         load_partial<A>(kj + x, dk - x, 0.0f), acc);
+      }
       s[j] = reduce_add<A>(acc) * scale + (bias ? bias[j] : 0.0f);
       nan = nan || s[j] != s[j];
       m = s[j] > m ? s[j] : m;

@@ -31,13 +31,14 @@ bool fused_qkv(const SelfAttentionParams& p, Projection* qkv) {
   const auto& q = p.q.weight;
   const auto& k = p.k.weight;
   const auto& v = p.v.weight;
-  if (q.stride != k.stride || q.stride != v.stride || k.data != q.data + q.cols ||
-      v.data != k.data + k.cols) {
+  // Pointer arithmetic only on non-null pointers (empty views may be null).
+  if (!q.data || !k.data || !v.data || q.stride != k.stride || q.stride != v.stride ||
+      k.data != q.data + q.cols || v.data != k.data + k.cols) {
     return false;
   }
   const bool no_bias = !p.q.bias && !p.k.bias && !p.v.bias;
-  const bool joint_bias =
-      p.q.bias && p.k.bias == p.q.bias + q.cols && p.v.bias == p.k.bias + k.cols;
+  const bool joint_bias = p.q.bias && p.k.bias && p.v.bias && p.k.bias == p.q.bias + q.cols &&
+                          p.v.bias == p.k.bias + k.cols;
   if (!no_bias && !joint_bias) return false;
   qkv->weight = MatrixView<const float>{q.data, q.rows, q.cols + k.cols + v.cols, q.stride};
   qkv->bias = p.q.bias;
