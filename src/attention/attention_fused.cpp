@@ -599,6 +599,55 @@ void run_small_rows(const Kernels& kern, const AttentionCall& call) {
   }
 }
 
+// The keys the rows of task `task` (of the batch of groups starting at g0) may attend, plus one
+// tile's worth for the task's fixed costs.
+std::size_t task_cost(const Plan& p, const AttentionCall& call, std::size_t g0, std::size_t task) {
+  const AttentionDims& d = call.dims;
+  const std::size_t g = g0 + task / p.tasks_per_group;
+  const TaskIndex ti = task_index(p, d.heads_kv, g, task % p.tasks_per_group);
+  const MaskRows mr(call.options->mask, d, ti.b, ti.kvh * p.group);
+  const std::size_t q0 = ti.q_tile * p.bq, q1 = std::min(d.len_q, q0 + p.bq) - 1;
+  const std::size_t kc0 = ti.k_chunk * p.k_chunk_len;
+  const std::size_t kc1 = std::min(d.len_k, kc0 + p.k_chunk_len);
+  const KeyRange first = mr.range(q0), last = mr.range(q1);
+  const std::size_t begin = std::max(kc0, std::min(first.begin, last.begin));
+  const std::size_t end = std::min(kc1, std::max(first.end, last.end));
+  return (end > begin ? end - begin : 0) + p.bk;
+}
+
+// Thread t's contiguous share [begin, end) of `tasks`: a task goes to the thread whose share of
+// the total cost holds the task's middle. Depends only on the problem, never on timing.
+void balanced_range(const Plan& p, const AttentionCall& call, std::size_t g0, std::size_t tasks,
+                    int t, int nt, std::size_t* begin, std::size_t* end) {
+  if (nt == 1) {
+    *begin = 0;
+    *end = tasks;
+    return;
+  }
+  double total = 0.0;
+  for (std::size_t i = 0; i < tasks; ++i)
+    total += double(task_cost(p, call, g0, i));
+  const double lo = total * t / nt, hi = total * (t + 1) / nt;
+  double run = 0.0;
+  *begin = *end = tasks;
+  bool started = false;
+  for (std::size_t i = 0; i < tasks; ++i) {
+    const double cost = double(task_cost(p, call, g0, i));
+    const double mid = run + 0.5 * cost;
+    if (!started && mid >= lo) {
+      *begin = i;
+      started = true;
+    }
+    if (mid >= hi) {
+      *end = i;
+      break;
+    }
+    run += cost;
+  }
+  if (t == nt - 1) *end = tasks;
+  if (*end < *begin) *end = *begin;
+}
+
 }  // namespace
 
 // Nothing to write: no output columns and no weights (or no query rows).
@@ -666,7 +715,10 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
       barrier(nt);
       // 2. The tasks of the batch's groups.
       const std::size_t tasks = ng * p.tasks_per_group;
-      static_range(tasks, t, nt, &begin, &end);
+      // Contiguous task ranges (each thread keeps to a few groups, whose packed K stays in its
+      // L2) of equal work: a task's cost is the span of keys its rows may attend, which grows
+      // with the query tile under a causal mask.
+      balanced_range(p, call, g0, tasks, t, nt, &begin, &end);
       for (std::size_t task = begin; task < end; ++task) {
         const std::size_t g = g0 + task / p.tasks_per_group;
         const Task job(kern, p, call, w, task_index(p, d.heads_kv, g, task % p.tasks_per_group),
