@@ -57,7 +57,7 @@ struct Plan {
   bool weights;
   // Shared packs: K^T panels of every group in a batch, and V rows when V is not read in place.
   bool pack_v;
-  std::size_t k_pack_floats, v_pack_floats;  // per group
+  std::size_t k_pack_floats, v_pack_floats, flag_floats;  // per group
   std::size_t groups, groups_per_batch;
   // floats per thread
   std::size_t q_floats, s_floats, o_floats, row_floats;
@@ -96,8 +96,9 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
   const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
   p.k_pack_floats = round_up(sat_mul(lk_pad, p.dk), 16);
   p.v_pack_floats = p.pack_v ? round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
-  const std::size_t group_bytes =
-      std::max<std::size_t>(64, sat_mul(sat_add(p.k_pack_floats, p.v_pack_floats), 4));
+  p.flag_floats = round_up(lk_pad / 4, 16);  // one byte per key: its V row is finite
+  const std::size_t group_bytes = std::max<std::size_t>(
+      64, sat_mul(sat_add(sat_add(p.k_pack_floats, p.v_pack_floats), p.flag_floats), 4));
   p.groups_per_batch = std::max<std::size_t>(1, std::min(p.groups, kPackBudget / group_bytes));
   p.pack_bytes = sat_mul(p.groups_per_batch, group_bytes);
   const std::size_t hpt = p.heads_per_task;
@@ -148,6 +149,7 @@ struct GroupPack {
   const float* k;  // [Lk/NR panels][dk][NR]
   const float* v;  // V rows: row j at v + j * ldv, NR-wide panels at column offsets jp * NR
   std::size_t ldv;
+  const unsigned char* v_ok;  // v_ok[j] == 1: V row j holds only finite values
 };
 
 // Per-thread buffers.
@@ -197,6 +199,23 @@ void pack_k_panels(const Kernels& kern, const Plan& p, const AttentionCall& call
         dst[x * nr + j] = j < keys ? call.k(b, kvh, jp * nr + j, x) : 0.0f;
       }
     }
+  }
+}
+
+// flags[j] = 1 if V row j (for keys [key_begin, key_end) of group (b, kvh)) holds only finite
+// values: the fused path may then multiply a blocked key's V by an exact 0 weight.
+void mark_finite_v(const Plan& p, const AttentionCall& call, std::size_t b, std::size_t kvh,
+                   std::size_t key_begin, std::size_t key_end, unsigned char* flags) {
+  for (std::size_t j = key_begin; j < key_end; ++j) {
+    const float* row = row_ptr(call.v, b, kvh, j);
+    float c0 = 0.0f, c1 = 0.0f;  // 0 * x is 0 for finite x, NaN for NaN and inf
+    std::size_t x = 0;
+    for (; x + 2 <= p.dv; x += 2) {
+      c0 += 0.0f * row[x];
+      c1 += 0.0f * row[x + 1];
+    }
+    if (x < p.dv) c0 += 0.0f * row[x];
+    flags[j] = (c0 + c1) == 0.0f;
   }
 }
 
@@ -268,13 +287,7 @@ class Task {
 
   // True if V rows [k0, k0 + cols) hold only finite values.
   bool v_finite(std::size_t k0, std::size_t cols) const {
-    float check = 0.0f;  // 0 * x is 0 for finite x, NaN for NaN and inf
-    for (std::size_t j = 0; j < cols; ++j) {
-      const float* row = pack_.v + (k0 + j) * pack_.ldv;
-      for (std::size_t x = 0; x < p_.dv; ++x)
-        check = check + 0.0f * row[x];
-    }
-    return check == 0.0f;
+    return cols == 0 || std::memchr(pack_.v_ok + k0, 0, cols) == nullptr;
   }
 
   // S = scale * Q_h K^T for the tile (rows_pad x cols, row stride bk).
@@ -680,16 +693,18 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
   float* packs = static_cast<float*>(scratch);
   float* partials = reinterpret_cast<float*>(static_cast<char*>(scratch) + p.pack_bytes);
   char* thread_base = static_cast<char*>(scratch) + p.pack_bytes + p.partial_bytes;
-  const std::size_t group_floats = p.k_pack_floats + p.v_pack_floats;
+  const std::size_t group_floats = p.k_pack_floats + p.v_pack_floats + p.flag_floats;
   const std::size_t partial_floats = p.heads_per_task * p.bq * (p.dv_pad + 2);
   const std::size_t k_panels = div_up(d.len_k, p.nr);
   const std::size_t pack_items = k_panels + (p.pack_v ? d.len_k : 0);
   auto group_pack = [&](std::size_t g, std::size_t g0) {
     const float* base = packs + (g - g0) * group_floats;
-    if (p.pack_v) return GroupPack{base, base + p.k_pack_floats, p.dv_pad};
+    const auto* flags =
+        reinterpret_cast<const unsigned char*>(base + p.k_pack_floats + p.v_pack_floats);
+    if (p.pack_v) return GroupPack{base, base + p.k_pack_floats, p.dv_pad, flags};
     const std::size_t b = g / d.heads_kv, kvh = g % d.heads_kv;
     return GroupPack{base, d.len_k ? row_ptr(call.v, b, kvh, 0) : nullptr,
-                     static_cast<std::size_t>(call.v.strides[2])};
+                     static_cast<std::size_t>(call.v.strides[2]), flags};
   };
   run_parallel(threads, [&](int t, int nt) {
     const Work w = carve_work(p, thread_base + static_cast<std::size_t>(t) * p.per_thread_bytes);
@@ -705,6 +720,9 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
         float* base = packs + gi * group_floats;
         if (r < k_panels) {
           pack_k_panels(kern, p, call, b, kvh, r, std::min(stop, k_panels), base);
+          mark_finite_v(p, call, b, kvh, r * p.nr,
+                        std::min(d.len_k, std::min(stop, k_panels) * p.nr),
+                        reinterpret_cast<unsigned char*>(base + p.k_pack_floats + p.v_pack_floats));
         }
         if (stop > k_panels) {
           pack_v_rows(p, call, b, kvh, std::max(r, k_panels) - k_panels, stop - k_panels,
