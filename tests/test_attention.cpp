@@ -119,6 +119,84 @@ TEST_CASE("attention splits long key ranges of few rows (decoding) exactly", "[a
   }
 }
 
+TEST_CASE("attention of at most 4 query rows per KV head (decoding) reads K in place",
+          "[attention][direct]") {
+  // Lq * (Hq / Hkv) <= 4 takes the path that computes scores from K rows in place (no K^T pack),
+  // 1, 2 or 4 rows per register tile; 5 rows is the packed path's boundary. Head dims around
+  // every vector width, key counts across tiles and panels, every mask kind.
+  attn_test::Rng rng(24);
+  struct Rows {
+    std::size_t lq, hq, hkv;
+  };
+  const Rows rows[] = {{1, 1, 1}, {1, 2, 1}, {1, 4, 1}, {2, 2, 1}, {3, 1, 1}, {1, 3, 1},
+                       {4, 1, 1}, {1, 8, 2}, {2, 4, 2}, {5, 1, 1}, {1, 5, 1}};
+  const std::size_t dks[] = {1, 3, 17, 64, 80, 128};
+  const std::size_t lks[] = {33, 100, 257, 1031};
+  unsigned n = 0;
+  for (const Rows& r : rows) {
+    for (std::size_t lk : lks) {
+      AttentionCase c;
+      c.B = 1 + n % 2;
+      c.Hq = r.hq;
+      c.Hkv = r.hkv;
+      c.Lq = r.lq;
+      c.Lk = lk;
+      c.Dk = dks[n % 6];
+      c.Dv = dks[(n + 3) % 6];
+      c.bshd = n % 2 == 1;
+      c.weights = n % 3 == 0;
+      c.seed = 400 + n;
+      c = with_mask(c, n * 53 % 256, rng);
+      attn_test::check_attention_case_everywhere(c, thread_counts());
+      ++n;
+    }
+  }
+}
+
+TEST_CASE("decoding: keys that a mask blocks are never read, attended non-finite V is IEEE",
+          "[attention][direct][ieee]") {
+  // One KV head shared by 4 query heads, 300 keys: one query row (4 rows per KV head) takes the
+  // direct path, two (8 rows) the packed one; both must hide blocked NaN and inf.
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (std::size_t lq : {1u, 2u}) {
+      INFO("isa " << attn::isa_name(isa) << " Lq " << lq);
+      attn::Context ctx = attn_test::make_context(isa);
+      const std::size_t hq = 4, lk = 300, d = 24;
+      attn_test::Rng rng(6);
+      auto q = rng.uniform_vec(hq * lq * d), k = rng.uniform_vec(lk * d),
+           v = rng.uniform_vec(lk * d);
+      std::vector<float> out(hq * lq * d);
+      const auto tq = attn::make_bhsd<const float>(q.data(), 1, hq, lq, d);
+      const auto tk = attn::make_bhsd<const float>(k.data(), 1, 1, lk, d);
+      const auto tv = attn::make_bhsd<const float>(v.data(), 1, 1, lk, d);
+      const auto to = attn::make_bhsd(out.data(), 1, hq, lq, d);
+      k[250 * d + 1] = attn_test::nan_f();  // hidden by key lengths of 200
+      v[260 * d + 3] = attn_test::inf_f();
+      const std::int32_t len = 200;
+      attn::AttentionOptions o;
+      o.mask = attn::Mask::bidirectional().with_key_lengths(&len);
+      REQUIRE(attn::attention(ctx, tq, tk, tv, to, o).ok());
+      for (float x : out)
+        CHECK(std::isfinite(x));
+      // The last key holds inf in v, bottom-right causal hides it from every row but the last.
+      k[250 * d + 1] = 0.5f;
+      v[260 * d + 3] = 0.5f;
+      v[(lk - 1) * d + 3] = attn_test::inf_f();
+      o.mask = attn::Mask::causal(attn::CausalAlign::bottom_right);
+      REQUIRE(attn::attention(ctx, tq, tk, tv, to, o).ok());
+      for (std::size_t h = 0; h < hq; ++h) {
+        for (std::size_t i = 0; i < lq; ++i) {
+          for (std::size_t x = 0; x < d; ++x) {
+            const float y = out[(h * lq + i) * d + x];
+            CHECK(std::isinf(y) == (i + 1 == lq && x == 3));
+            if (!(i + 1 == lq && x == 3)) CHECK(std::isfinite(y));
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("attention keeps O(n) memory: Lq = Lk = 32768 in under 64 MiB of scratch",
           "[attention][memory]") {
   // One head, d = 64: the full problem on the best ISA (about 275 GFLOP: a second natively, hours

@@ -7,7 +7,8 @@
 // too); packing runs in parallel, a batch of (batch, KV head) groups at a time within a memory
 // budget. A task is (batch, KV head, chunk of the query heads sharing it, query tile[, key
 // chunk]); it reuses each K and V tile for every query row of its tile and every query head of
-// its chunk (grouped-query attention). Per head and key tile:
+// its chunk (grouped-query attention). Per pass (one head's rows, or several heads' stacked when
+// the tile has few rows; see Task) and key tile:
 //   S = scale * Q K^T               (the GEMM micro-kernel, Q and K packed)
 //   mask S on the tile (only tiles the structural mask cuts; skipped tiles are never read)
 //   online softmax: S <- e^(S - m), alpha = e^(m_old - m), l <- alpha l + sum S
@@ -16,7 +17,10 @@
 // the caller's weights and finds m and l; a second turns them into exact probabilities and
 // accumulates O from them. For a few long rows (decoding) the keys are split into chunks of a
 // size fixed by the shape, whose partial (m, l, O) are merged in chunk order: the result never
-// depends on the thread count.
+// depends on the thread count. With at most kDirectRows query rows per KV head (a decoding step)
+// packing K would cost more than the reuse it buys: the query heads sharing a KV head are stacked
+// into one tile and their scores computed from K rows in place (dot products), so K and V are
+// each read once from memory.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -55,9 +59,11 @@ struct Plan {
   std::size_t k_chunks, k_chunk_len;
   std::size_t tasks_per_group;  // head_chunks * q_tiles * k_chunks
   bool weights;
+  // Few query rows per KV head (decoding): scores from K read in place, K is not packed.
+  bool direct_k;
   // Shared packs: K^T panels of every group in a batch, and V rows when V is not read in place.
   bool pack_v;
-  std::size_t k_pack_floats, v_pack_floats, flag_floats;  // per group
+  std::size_t k_pack_floats, v_pack_floats;  // per group
   std::size_t groups, groups_per_batch;
   // floats per thread
   std::size_t q_floats, s_floats, o_floats, row_floats;
@@ -90,15 +96,17 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
   }
   p.tasks_per_group = p.head_chunks * p.q_tiles * p.k_chunks;
   p.groups = d.batch * d.heads_kv;
+  // Packing K^T pays when its panels are reused by many query rows; with at most kDirectRows rows
+  // per KV head, the scores read K where it is.
+  p.direct_k = sat_mul(d.len_q, p.group) <= kDirectRows && call.k.strides[2] > 0;
   // V is read in place when each of its rows holds whole NR-wide panels.
   p.pack_v = d.dim_v % p.nr != 0 || call.v.strides[2] <= 0;
   // Sizes saturate (sat_mul, sat_add): absurd shapes end in out_of_memory, never in a wrap.
   const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
-  p.k_pack_floats = round_up(sat_mul(lk_pad, p.dk), 16);
+  p.k_pack_floats = p.direct_k ? 0 : round_up(sat_mul(lk_pad, p.dk), 16);
   p.v_pack_floats = p.pack_v ? round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
-  p.flag_floats = round_up(lk_pad / 4, 16);  // one byte per key: its V row is finite
-  const std::size_t group_bytes = std::max<std::size_t>(
-      64, sat_mul(sat_add(sat_add(p.k_pack_floats, p.v_pack_floats), p.flag_floats), 4));
+  const std::size_t group_bytes =
+      std::max<std::size_t>(64, sat_mul(sat_add(p.k_pack_floats, p.v_pack_floats), 4));
   p.groups_per_batch = std::max<std::size_t>(1, std::min(p.groups, kPackBudget / group_bytes));
   p.pack_bytes = sat_mul(p.groups_per_batch, group_bytes);
   const std::size_t hpt = p.heads_per_task;
@@ -146,10 +154,9 @@ TaskIndex task_index(const Plan& p, std::size_t heads_kv, std::size_t group, std
 
 // The packed K^T panels and V rows of one (batch, KV head) group.
 struct GroupPack {
-  const float* k;  // [Lk/NR panels][dk][NR]
+  const float* k;  // [Lk/NR panels][dk][NR]; unused with Plan::direct_k
   const float* v;  // V rows: row j at v + j * ldv, NR-wide panels at column offsets jp * NR
   std::size_t ldv;
-  const unsigned char* v_ok;  // v_ok[j] == 1: V row j holds only finite values
 };
 
 // Per-thread buffers.
@@ -202,23 +209,6 @@ void pack_k_panels(const Kernels& kern, const Plan& p, const AttentionCall& call
   }
 }
 
-// flags[j] = 1 if V row j (for keys [key_begin, key_end) of group (b, kvh)) holds only finite
-// values: the fused path may then multiply a blocked key's V by an exact 0 weight.
-void mark_finite_v(const Plan& p, const AttentionCall& call, std::size_t b, std::size_t kvh,
-                   std::size_t key_begin, std::size_t key_end, unsigned char* flags) {
-  for (std::size_t j = key_begin; j < key_end; ++j) {
-    const float* row = row_ptr(call.v, b, kvh, j);
-    float c0 = 0.0f, c1 = 0.0f;  // 0 * x is 0 for finite x, NaN for NaN and inf
-    std::size_t x = 0;
-    for (; x + 2 <= p.dv; x += 2) {
-      c0 += 0.0f * row[x];
-      c1 += 0.0f * row[x + 1];
-    }
-    if (x < p.dv) c0 += 0.0f * row[x];
-    flags[j] = (c0 + c1) == 0.0f;
-  }
-}
-
 // Copies V rows [row_begin, row_end) of group (b, kvh) into `v_pack` (row stride dv_pad,
 // zero-padded columns).
 void pack_v_rows(const Plan& p, const AttentionCall& call, std::size_t b, std::size_t kvh,
@@ -231,6 +221,12 @@ void pack_v_rows(const Plan& p, const AttentionCall& call, std::size_t b, std::s
   }
 }
 
+// One task: the query rows [q0, q0 + rows) of the heads [h0, h0 + nh) sharing one KV head, against
+// the keys of its chunk. The rows of its heads run in passes of at most bq rows: a pass stacks
+// hp = max(1, bq / rows) whole heads, so a decoding step (one row per head) computes the rows of
+// all its query heads in one GEMM tile instead of padding each to MR rows. Slot r of pass `pass`
+// is query row r % rows of head pass * hp + r / rows; its state (m, l, alpha, O) is at
+// pass * bq + r, and with hp == 1 a pass is one head, as in a plain flash tile.
 class Task {
  public:
   Task(const Kernels& kern, const Plan& plan, const AttentionCall& call, const Work& w,
@@ -240,7 +236,8 @@ class Task {
     nh_ = std::min(p_.heads_per_task, p_.group - ti.head_chunk * p_.heads_per_task);
     q0_ = ti.q_tile * p_.bq;
     rows_ = std::min(p_.bq, d_.len_q - q0_);
-    rows_pad_ = round_up(rows_, p_.mr);
+    hp_ = std::max<std::size_t>(1, p_.bq / rows_);
+    passes_ = div_up(nh_, hp_);
     kc0_ = ti.k_chunk * p_.k_chunk_len;
     kc1_ = std::min(d_.len_k, kc0_ + p_.k_chunk_len);
   }
@@ -262,68 +259,111 @@ class Task {
     }
   }
 
-  // Q rows of the tile into MR-wide panels (the GEMM's A layout), zero rows past the tile.
-  void pack_q() const {
-    const std::size_t mr = p_.mr, dk = p_.dk;
+  std::size_t pass_heads(std::size_t pass) const { return std::min(hp_, nh_ - pass * hp_); }
+  std::size_t pass_rows(std::size_t pass) const { return pass_heads(pass) * rows_; }
+  // The task-relative head of slot r of a pass.
+  std::size_t slot_head(std::size_t pass, std::size_t r) const { return pass * hp_ + r / rows_; }
+  std::size_t state(std::size_t pass, std::size_t r) const { return pass * p_.bq + r; }
+  float* out_row(std::size_t pass, std::size_t r) const {
+    return row_ptr(call_.out, ti_.b, h0_ + slot_head(pass, r), q0_ + r % rows_);
+  }
+  float* weights_row(std::size_t pass, std::size_t r, std::size_t k0) const {
+    return &call_.options->weights(ti_.b, h0_ + slot_head(pass, r), q0_ + r % rows_, k0);
+  }
+  MaskRows head_mask(std::size_t hh) const {
+    return MaskRows(call_.options->mask, d_, ti_.b, h0_ + hh);
+  }
+
+  // The pass's Q rows in MR-wide panels (the GEMM's A layout), zero rows past its slots; with
+  // Plan::direct_k, row after row.
+  void pack_q(std::size_t pass) const {
+    const std::size_t mr = p_.mr, dk = p_.dk, n = pass_rows(pass);
     if (dk == 0) return;  // nothing to pack (and q may have no data)
     const std::ptrdiff_t ldq = call_.q.strides[2];
-    for (std::size_t hh = 0; hh < nh_; ++hh) {
-      float* dst = w_.q + hh * p_.bq * dk;
-      for (std::size_t ib = 0; ib < rows_pad_; ib += mr, dst += mr * dk) {
-        const std::size_t rows = ib < rows_ ? std::min(mr, rows_ - ib) : 0;
-        if (ldq > 0 && rows > 0) {
-          kern_.gemm_pack_a(row_ptr(call_.q, ti_.b, h0_ + hh, q0_ + ib),
-                            static_cast<std::size_t>(ldq), rows, dk, dst);
-          continue;
-        }
-        for (std::size_t i = 0; i < mr; ++i) {  // zero or negative row stride
-          for (std::size_t x = 0; x < dk; ++x) {
-            dst[x * mr + i] = i < rows ? call_.q(ti_.b, h0_ + hh, q0_ + ib + i, x) : 0.0f;
-          }
+    float* dst = w_.q + pass * p_.bq * dk;
+    if (p_.direct_k) {
+      for (std::size_t r = 0; r < n; ++r) {
+        const std::size_t h = h0_ + slot_head(pass, r), i = q0_ + r % rows_;
+        for (std::size_t x = 0; x < dk; ++x)
+          dst[r * dk + x] = call_.q(ti_.b, h, i, x);
+      }
+      return;
+    }
+    for (std::size_t ib = 0; ib < n; ib += mr, dst += mr * dk) {
+      const std::size_t rows = std::min(mr, n - ib), i = ib % rows_;
+      if (ldq > 0 && i + rows <= rows_) {  // consecutive rows of one head
+        kern_.gemm_pack_a(row_ptr(call_.q, ti_.b, h0_ + slot_head(pass, ib), q0_ + i),
+                          static_cast<std::size_t>(ldq), rows, dk, dst);
+        continue;
+      }
+      for (std::size_t r = 0; r < mr; ++r) {  // rows of two heads, or a zero or negative stride
+        const std::size_t slot = ib + r, h = h0_ + slot_head(pass, slot);
+        for (std::size_t x = 0; x < dk; ++x) {
+          dst[x * mr + r] = r < rows ? call_.q(ti_.b, h, q0_ + slot % rows_, x) : 0.0f;
         }
       }
     }
   }
 
-  // True if V rows [k0, k0 + cols) hold only finite values.
+  // True if V rows [k0, k0 + cols) hold only finite values: the tile may then multiply a blocked
+  // key's V by an exact 0 weight. Asked only of tiles a mask cuts, whose V rows are read next.
   bool v_finite(std::size_t k0, std::size_t cols) const {
-    return cols == 0 || std::memchr(pack_.v_ok + k0, 0, cols) == nullptr;
+    std::uint32_t bad = 0;
+    for (std::size_t j = k0; j < k0 + cols; ++j) {
+      const float* row = pack_.v + j * pack_.ldv;
+      for (std::size_t x = 0; x < p_.dv; ++x) {
+        std::uint32_t bits;
+        std::memcpy(&bits, row + x, sizeof bits);
+        bad |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+      }
+    }
+    return bad == 0;
   }
 
-  // S = scale * Q_h K^T for the tile (rows_pad x cols, row stride bk).
-  void scores(std::size_t hh, std::size_t k0, std::size_t cols) const {
-    const std::size_t mr = p_.mr, nr = p_.nr, dk = p_.dk;
+  // S = scale * Q K^T for the pass's rows against the tile (row stride bk).
+  void scores(std::size_t pass, std::size_t k0, std::size_t cols) const {
+    const std::size_t mr = p_.mr, nr = p_.nr, dk = p_.dk, n = pass_rows(pass);
+    const float* q = w_.q + pass * p_.bq * dk;
+    if (p_.direct_k) {
+      kern_.attention_scores_direct(q, dk, n, row_ptr(call_.k, ti_.b, ti_.kvh, k0),
+                                    static_cast<std::size_t>(call_.k.strides[2]), cols, dk,
+                                    d_.scale, w_.s, p_.bk);
+      return;
+    }
     const float* k_tile = pack_.k + k0 * dk;  // k0 is a multiple of NR
-    const float* q = w_.q + hh * p_.bq * dk;
     const std::size_t panels = div_up(cols, nr);
-    for (std::size_t ib = 0; ib < rows_pad_; ib += mr) {
+    for (std::size_t ib = 0; ib < n; ib += mr) {
       for (std::size_t jp = 0; jp < panels; ++jp) {
         kern_.gemm_ukernel(dk, q + ib * dk, k_tile + jp * nr * dk, w_.s + ib * p_.bk + jp * nr,
-                           p_.bk, d_.scale, 0.0f, mr, nr, nullptr);
+                           p_.bk, d_.scale, 0.0f, std::min(mr, n - ib), nr, nullptr);
       }
     }
   }
 
   // Bias, then -inf for blocked keys. `cut`: some row's structural range cuts the tile.
-  void apply_mask(const MaskRows& mr, std::size_t k0, std::size_t cols, bool cut) const {
-    for (std::size_t i = 0; i < rows_; ++i) {
-      float* row = w_.s + i * p_.bk;
-      if (const float* bias = mr.additive_row(q0_ + i)) {
-        for (std::size_t j = 0; j < cols; ++j)
-          row[j] += bias[k0 + j];
-      }
-      if (const std::uint8_t* allowed = mr.allowed_row(q0_ + i)) {
-        for (std::size_t j = 0; j < cols; ++j) {
-          if (allowed[k0 + j] == 0) row[j] = -INFINITY;
+  void apply_mask(std::size_t pass, std::size_t k0, std::size_t cols, bool cut) const {
+    for (std::size_t j = 0; j < pass_heads(pass); ++j) {
+      const MaskRows mr = head_mask(pass * hp_ + j);
+      if (!cut && !mr.has_allowed() && !mr.has_additive()) continue;
+      for (std::size_t i = 0; i < rows_; ++i) {
+        float* row = w_.s + (j * rows_ + i) * p_.bk;
+        if (const float* bias = mr.additive_row(q0_ + i)) {
+          for (std::size_t c = 0; c < cols; ++c)
+            row[c] += bias[k0 + c];
         }
-      }
-      if (cut) {
-        const std::size_t lo = std::max(w_.lo[i], k0), hi = std::min(w_.hi[i], k0 + cols);
-        if (lo >= hi) {
-          std::fill(row, row + cols, -INFINITY);
-        } else {
-          std::fill(row, row + (lo - k0), -INFINITY);
-          std::fill(row + (hi - k0), row + cols, -INFINITY);
+        if (const std::uint8_t* allowed = mr.allowed_row(q0_ + i)) {
+          for (std::size_t c = 0; c < cols; ++c) {
+            if (allowed[k0 + c] == 0) row[c] = -INFINITY;
+          }
+        }
+        if (cut) {
+          const std::size_t lo = std::max(w_.lo[i], k0), hi = std::min(w_.hi[i], k0 + cols);
+          if (lo >= hi) {
+            std::fill(row, row + cols, -INFINITY);
+          } else {
+            std::fill(row, row + (lo - k0), -INFINITY);
+            std::fill(row + (hi - k0), row + cols, -INFINITY);
+          }
         }
       }
     }
@@ -335,67 +375,73 @@ class Task {
     return allowed != nullptr && allowed[key] == 0;
   }
 
-  // O_h <- P V + row_scale * O_h.
-  void accumulate(std::size_t hh, std::size_t k0, std::size_t cols, const float* row_scale) const {
-    const std::size_t mr = p_.mr, nr = p_.nr;
-    float* o = w_.o + hh * p_.bq * p_.dv_pad;
+  // O <- P V + row_scale * O for the pass's rows.
+  void accumulate(std::size_t pass, std::size_t k0, std::size_t cols,
+                  const float* row_scale) const {
+    const std::size_t mr = p_.mr, nr = p_.nr, n = pass_rows(pass);
+    float* o = w_.o + state(pass, 0) * p_.dv_pad;
     const float* v_tile = pack_.v + k0 * pack_.ldv;
-    for (std::size_t ib = 0; ib < rows_pad_; ib += mr) {
+    for (std::size_t ib = 0; ib < n; ib += mr) {
       for (std::size_t jp = 0; jp < p_.dv_pad / nr; ++jp) {
         kern_.attention_pv(cols, w_.s + ib * p_.bk, v_tile + jp * nr, pack_.ldv,
-                           o + ib * p_.dv_pad + jp * nr, p_.dv_pad, row_scale + ib);
+                           o + ib * p_.dv_pad + jp * nr, p_.dv_pad, row_scale + ib,
+                           std::min(mr, n - ib));
       }
     }
   }
 
   // The same as accumulate(), skipping blocked keys: V holds a NaN or inf that a zero weight
   // must not turn into NaN.
-  void accumulate_skipping_blocked(const MaskRows& mr, std::size_t hh, std::size_t k0,
-                                   std::size_t cols, const float* row_scale) const {
-    float* o = w_.o + hh * p_.bq * p_.dv_pad;
-    for (std::size_t i = 0; i < rows_; ++i) {
-      float* orow = o + i * p_.dv_pad;
-      for (std::size_t x = 0; x < p_.dv; ++x)
-        orow[x] *= row_scale[i];
-      for (std::size_t j = 0; j < cols; ++j) {
-        if (blocked(mr, i, k0 + j)) continue;
-        const float pij = w_.s[i * p_.bk + j];
-        const float* vrow = pack_.v + (k0 + j) * pack_.ldv;
+  void accumulate_skipping_blocked(std::size_t pass, std::size_t k0, std::size_t cols,
+                                   const float* row_scale) const {
+    for (std::size_t j = 0; j < pass_heads(pass); ++j) {
+      const MaskRows mr = head_mask(pass * hp_ + j);
+      for (std::size_t i = 0; i < rows_; ++i) {
+        const std::size_t r = j * rows_ + i;
+        float* orow = w_.o + state(pass, r) * p_.dv_pad;
         for (std::size_t x = 0; x < p_.dv; ++x)
-          orow[x] += pij * vrow[x];
+          orow[x] *= row_scale[r];
+        for (std::size_t c = 0; c < cols; ++c) {
+          if (blocked(mr, i, k0 + c)) continue;
+          const float pij = w_.s[r * p_.bk + c];
+          const float* vrow = pack_.v + (k0 + c) * pack_.ldv;
+          for (std::size_t x = 0; x < p_.dv; ++x)
+            orow[x] += pij * vrow[x];
+        }
       }
     }
   }
 
   void run_fused(float* partial) const {
-    const MaskRows mr0(call_.options->mask, d_, ti_.b, h0_);
+    const MaskRows mr0 = head_mask(0);
     std::size_t begin, end;
     key_ranges(mr0, &begin, &end);
     const bool careful_mask = mr0.has_allowed();
-    for (std::size_t hh = 0; hh < nh_; ++hh) {
-      float* o = w_.o + hh * p_.bq * p_.dv_pad;
-      std::fill(o, o + rows_pad_ * p_.dv_pad, 0.0f);
+    for (std::size_t pass = 0; pass < passes_; ++pass) {
+      float* o = w_.o + state(pass, 0) * p_.dv_pad;
+      std::fill(o, o + pass_rows(pass) * p_.dv_pad, 0.0f);
     }
-    std::fill(w_.m, w_.m + nh_ * p_.bq, -INFINITY);
-    std::fill(w_.l, w_.l + nh_ * p_.bq, 0.0f);
-    std::fill(w_.alpha, w_.alpha + nh_ * p_.bq, 0.0f);
-    if (begin < end) pack_q();
+    std::fill(w_.m, w_.m + passes_ * p_.bq, -INFINITY);
+    std::fill(w_.l, w_.l + passes_ * p_.bq, 0.0f);
+    std::fill(w_.alpha, w_.alpha + passes_ * p_.bq, 0.0f);
+    if (begin < end) {
+      for (std::size_t pass = 0; pass < passes_; ++pass)
+        pack_q(pass);
+    }
     for (std::size_t k0 = first_tile(begin); k0 < end; k0 += p_.bk) {
       const std::size_t cols = std::min(p_.bk, end - k0);
       const bool cut = tile_is_cut(k0, cols);
       const bool careful = (cut || careful_mask) && !v_finite(k0, cols);
-      for (std::size_t hh = 0; hh < nh_; ++hh) {
-        const MaskRows mr(call_.options->mask, d_, ti_.b, h0_ + hh);
-        scores(hh, k0, cols);
-        apply_mask(mr, k0, cols, cut);
-        float* m = w_.m + hh * p_.bq;
-        float* l = w_.l + hh * p_.bq;
-        float* alpha = w_.alpha + hh * p_.bq;
-        kern_.attention_softmax(w_.s, p_.bk, rows_, cols, m, l, alpha);
+      for (std::size_t pass = 0; pass < passes_; ++pass) {
+        const std::size_t s0 = state(pass, 0);
+        scores(pass, k0, cols);
+        apply_mask(pass, k0, cols, cut);
+        kern_.attention_softmax(w_.s, p_.bk, pass_rows(pass), cols, w_.m + s0, w_.l + s0,
+                                w_.alpha + s0);
         if (careful) {
-          accumulate_skipping_blocked(mr, hh, k0, cols, alpha);
+          accumulate_skipping_blocked(pass, k0, cols, w_.alpha + s0);
         } else {
-          accumulate(hh, k0, cols, alpha);
+          accumulate(pass, k0, cols, w_.alpha + s0);
         }
       }
     }
@@ -417,12 +463,10 @@ class Task {
   }
 
   void finish_fused() const {
-    for (std::size_t hh = 0; hh < nh_; ++hh) {
-      for (std::size_t i = 0; i < rows_; ++i) {
-        const float l = w_.l[hh * p_.bq + i];
-        const float* orow = w_.o + (hh * p_.bq + i) * p_.dv_pad;
-        float* out = row_ptr(call_.out, ti_.b, h0_ + hh, q0_ + i);
-        write_row(out, orow, l);
+    for (std::size_t pass = 0; pass < passes_; ++pass) {
+      for (std::size_t r = 0; r < pass_rows(pass); ++r) {
+        const std::size_t s = state(pass, r);
+        write_row(out_row(pass, r), w_.o + s * p_.dv_pad, w_.l[s]);
       }
     }
   }
@@ -439,15 +483,16 @@ class Task {
     }
   }
 
-  // Partial layout per task: heads x rows x [m, l, O (dv_pad)].
+  // Partial layout per task: one [m, l, O (dv_pad)] record per state slot.
   void save_partial(float* partial) const {
     const std::size_t stride = p_.dv_pad + 2;
-    for (std::size_t hh = 0; hh < nh_; ++hh) {
-      for (std::size_t i = 0; i < rows_; ++i) {
-        float* dst = partial + (hh * p_.bq + i) * stride;
-        dst[0] = w_.m[hh * p_.bq + i];
-        dst[1] = w_.l[hh * p_.bq + i];
-        std::memcpy(dst + 2, w_.o + (hh * p_.bq + i) * p_.dv_pad, p_.dv_pad * sizeof(float));
+    for (std::size_t pass = 0; pass < passes_; ++pass) {
+      for (std::size_t r = 0; r < pass_rows(pass); ++r) {
+        const std::size_t s = state(pass, r);
+        float* dst = partial + s * stride;
+        dst[0] = w_.m[s];
+        dst[1] = w_.l[s];
+        std::memcpy(dst + 2, w_.o + s * p_.dv_pad, p_.dv_pad * sizeof(float));
       }
     }
   }
@@ -456,9 +501,9 @@ class Task {
   // the partial of chunk 0 and chunks follow at `chunk_stride` floats.
   void merge_partials(const float* first, std::size_t chunk_stride, float* acc) const {
     const std::size_t stride = p_.dv_pad + 2;
-    for (std::size_t hh = 0; hh < nh_; ++hh) {
-      for (std::size_t i = 0; i < rows_; ++i) {
-        const std::size_t off = (hh * p_.bq + i) * stride;
+    for (std::size_t pass = 0; pass < passes_; ++pass) {
+      for (std::size_t r = 0; r < pass_rows(pass); ++r) {
+        const std::size_t off = state(pass, r) * stride;
         float m = -INFINITY;
         bool nan = false;
         for (std::size_t c = 0; c < p_.k_chunks; ++c) {
@@ -481,55 +526,52 @@ class Task {
               acc[x] += scale * part[2 + x];
           }
         }
-        float* out = row_ptr(call_.out, ti_.b, h0_ + hh, q0_ + i);
-        write_row(out, acc, nan ? NAN : l);
+        write_row(out_row(pass, r), acc, nan ? NAN : l);
       }
     }
   }
 
-  // Two passes: (1) masked scores into the weights, m and l; (2) exact probabilities into the
-  // weights, and O = P V from them.
+  // Two passes over the keys: (1) masked scores into the weights, m and l; (2) exact
+  // probabilities into the weights, and O = P V from them.
   void run_with_weights() const {
-    const MaskRows mr0(call_.options->mask, d_, ti_.b, h0_);
+    const MaskRows mr0 = head_mask(0);
     std::size_t begin, end;
     key_ranges(mr0, &begin, &end);
     const bool careful_mask = mr0.has_allowed();
-    const TensorView<float>& wv = call_.options->weights;
-    std::fill(w_.m, w_.m + nh_ * p_.bq, -INFINITY);
-    std::fill(w_.l, w_.l + nh_ * p_.bq, 0.0f);
-    std::fill(w_.o, w_.o + nh_ * p_.bq * p_.dv_pad, 0.0f);
+    std::fill(w_.m, w_.m + passes_ * p_.bq, -INFINITY);
+    std::fill(w_.l, w_.l + passes_ * p_.bq, 0.0f);
+    std::fill(w_.o, w_.o + passes_ * p_.bq * p_.dv_pad, 0.0f);
     std::fill(w_.ones, w_.ones + std::max(p_.bq, p_.mr), 1.0f);
-    for (std::size_t hh = 0; hh < nh_; ++hh) {
-      for (std::size_t i = 0; i < rows_; ++i) {
-        float* wrow = &wv(ti_.b, h0_ + hh, q0_ + i, 0);
+    for (std::size_t pass = 0; pass < passes_; ++pass) {
+      for (std::size_t r = 0; r < pass_rows(pass); ++r) {
+        float* wrow = weights_row(pass, r, 0);
         std::fill(wrow, wrow + d_.len_k, 0.0f);
       }
+      if (begin < end) pack_q(pass);
     }
-    if (begin < end) pack_q();
     for (std::size_t k0 = first_tile(begin); k0 < end; k0 += p_.bk) {  // pass 1
       const std::size_t cols = std::min(p_.bk, end - k0);
       const bool cut = tile_is_cut(k0, cols);
-      for (std::size_t hh = 0; hh < nh_; ++hh) {
-        const MaskRows mr(call_.options->mask, d_, ti_.b, h0_ + hh);
-        scores(hh, k0, cols);
-        apply_mask(mr, k0, cols, cut);
-        for (std::size_t i = 0; i < rows_; ++i) {
-          std::memcpy(&wv(ti_.b, h0_ + hh, q0_ + i, k0), w_.s + i * p_.bk, cols * sizeof(float));
+      for (std::size_t pass = 0; pass < passes_; ++pass) {
+        const std::size_t s0 = state(pass, 0);
+        scores(pass, k0, cols);
+        apply_mask(pass, k0, cols, cut);
+        for (std::size_t r = 0; r < pass_rows(pass); ++r) {
+          std::memcpy(weights_row(pass, r, k0), w_.s + r * p_.bk, cols * sizeof(float));
         }
-        kern_.attention_softmax(w_.s, p_.bk, rows_, cols, w_.m + hh * p_.bq, w_.l + hh * p_.bq,
-                                w_.alpha + hh * p_.bq);
+        kern_.attention_softmax(w_.s, p_.bk, pass_rows(pass), cols, w_.m + s0, w_.l + s0,
+                                w_.alpha + s0);
       }
     }
     for (std::size_t k0 = first_tile(begin); k0 < end; k0 += p_.bk) {  // pass 2
       const std::size_t cols = std::min(p_.bk, end - k0);
       const bool cut = tile_is_cut(k0, cols);
       const bool careful = (cut || careful_mask) && !v_finite(k0, cols);
-      for (std::size_t hh = 0; hh < nh_; ++hh) {
-        const MaskRows mr(call_.options->mask, d_, ti_.b, h0_ + hh);
-        for (std::size_t i = 0; i < rows_; ++i) {
-          float* wrow = &wv(ti_.b, h0_ + hh, q0_ + i, k0);
-          float* srow = w_.s + i * p_.bk;
-          const float m = w_.m[hh * p_.bq + i], l = w_.l[hh * p_.bq + i];
+      for (std::size_t pass = 0; pass < passes_; ++pass) {
+        for (std::size_t r = 0; r < pass_rows(pass); ++r) {
+          float* wrow = weights_row(pass, r, k0);
+          float* srow = w_.s + r * p_.bk;
+          const float m = w_.m[state(pass, r)], l = w_.l[state(pass, r)];
           if (std::isnan(l) || m == -INFINITY || l == 0.0f) {
             std::fill(srow, srow + cols, 0.0f);  // the row is finished below
             continue;
@@ -539,17 +581,18 @@ class Task {
           std::memcpy(wrow, srow, cols * sizeof(float));
         }
         if (careful) {
-          accumulate_skipping_blocked(mr, hh, k0, cols, w_.ones);
+          accumulate_skipping_blocked(pass, k0, cols, w_.ones);
         } else {
-          accumulate(hh, k0, cols, w_.ones);
+          accumulate(pass, k0, cols, w_.ones);
         }
       }
     }
-    for (std::size_t hh = 0; hh < nh_; ++hh) {
-      for (std::size_t i = 0; i < rows_; ++i) {
-        const float m = w_.m[hh * p_.bq + i], l = w_.l[hh * p_.bq + i];
-        float* out = row_ptr(call_.out, ti_.b, h0_ + hh, q0_ + i);
-        float* wrow = &wv(ti_.b, h0_ + hh, q0_ + i, 0);
+    for (std::size_t pass = 0; pass < passes_; ++pass) {
+      for (std::size_t r = 0; r < pass_rows(pass); ++r) {
+        const std::size_t s = state(pass, r);
+        const float m = w_.m[s], l = w_.l[s];
+        float* out = out_row(pass, r);
+        float* wrow = weights_row(pass, r, 0);
         if (std::isnan(l)) {
           std::fill(out, out + p_.dv, NAN);
           std::fill(wrow, wrow + d_.len_k, NAN);
@@ -557,7 +600,7 @@ class Task {
           std::fill(out, out + p_.dv, 0.0f);
           std::fill(wrow, wrow + d_.len_k, 0.0f);
         } else {
-          const float* orow = w_.o + (hh * p_.bq + i) * p_.dv_pad;
+          const float* orow = w_.o + s * p_.dv_pad;
           std::copy(orow, orow + p_.dv, out);
         }
       }
@@ -572,7 +615,7 @@ class Task {
   const Work& w_;
   TaskIndex ti_;
   GroupPack pack_;
-  std::size_t h0_ = 0, nh_ = 0, q0_ = 0, rows_ = 0, rows_pad_ = 0, kc0_ = 0, kc1_ = 0;
+  std::size_t h0_ = 0, nh_ = 0, q0_ = 0, rows_ = 0, hp_ = 1, passes_ = 0, kc0_ = 0, kc1_ = 0;
 };
 
 // The latency path (the seed's 6 x 6 x 16, a handful of keys): each query row on its own with
@@ -693,18 +736,16 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
   float* packs = static_cast<float*>(scratch);
   float* partials = reinterpret_cast<float*>(static_cast<char*>(scratch) + p.pack_bytes);
   char* thread_base = static_cast<char*>(scratch) + p.pack_bytes + p.partial_bytes;
-  const std::size_t group_floats = p.k_pack_floats + p.v_pack_floats + p.flag_floats;
+  const std::size_t group_floats = p.k_pack_floats + p.v_pack_floats;
   const std::size_t partial_floats = p.heads_per_task * p.bq * (p.dv_pad + 2);
-  const std::size_t k_panels = div_up(d.len_k, p.nr);
+  const std::size_t k_panels = p.direct_k ? 0 : div_up(d.len_k, p.nr);
   const std::size_t pack_items = k_panels + (p.pack_v ? d.len_k : 0);
   auto group_pack = [&](std::size_t g, std::size_t g0) {
     const float* base = packs + (g - g0) * group_floats;
-    const auto* flags =
-        reinterpret_cast<const unsigned char*>(base + p.k_pack_floats + p.v_pack_floats);
-    if (p.pack_v) return GroupPack{base, base + p.k_pack_floats, p.dv_pad, flags};
+    if (p.pack_v) return GroupPack{base, base + p.k_pack_floats, p.dv_pad};
     const std::size_t b = g / d.heads_kv, kvh = g % d.heads_kv;
     return GroupPack{base, d.len_k ? row_ptr(call.v, b, kvh, 0) : nullptr,
-                     static_cast<std::size_t>(call.v.strides[2]), flags};
+                     static_cast<std::size_t>(call.v.strides[2])};
   };
   run_parallel(threads, [&](int t, int nt) {
     const Work w = carve_work(p, thread_base + static_cast<std::size_t>(t) * p.per_thread_bytes);
@@ -718,12 +759,7 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
         const std::size_t stop = std::min(end, (gi + 1) * pack_items) - gi * pack_items;
         const std::size_t g = g0 + gi, b = g / d.heads_kv, kvh = g % d.heads_kv;
         float* base = packs + gi * group_floats;
-        if (r < k_panels) {
-          pack_k_panels(kern, p, call, b, kvh, r, std::min(stop, k_panels), base);
-          mark_finite_v(p, call, b, kvh, r * p.nr,
-                        std::min(d.len_k, std::min(stop, k_panels) * p.nr),
-                        reinterpret_cast<unsigned char*>(base + p.k_pack_floats + p.v_pack_floats));
-        }
+        if (r < k_panels) pack_k_panels(kern, p, call, b, kvh, r, std::min(stop, k_panels), base);
         if (stop > k_panels) {
           pack_v_rows(p, call, b, kvh, std::max(r, k_panels) - k_panels, stop - k_panels,
                       base + p.k_pack_floats);

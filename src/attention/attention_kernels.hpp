@@ -19,7 +19,31 @@ template <int MR, int NV, int LDA>
 struct pv_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,
-                  std::size_t ldc, const float* row_scale) const;
+                  std::size_t ldc, const float* row_scale, std::size_t m) const;
+};
+
+// PvUkernel for MR rows: tiles of SMALL and MID rows serve calls with at most that many rows (a
+// decoding step's few query rows), as gemm_kernel_by_rows does for the GEMM.
+template <int MR, int NV, int LDA, int SMALL, int MID>
+struct pv_kernel_by_rows {
+  template <class A>
+  void operator()(A arch, std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,
+                  std::size_t ldc, const float* row_scale, std::size_t m) const {
+    static_assert(SMALL <= MID && MID <= MR, "row tiles must grow");
+    if constexpr (SMALL < MR) {
+      if (m <= SMALL) {
+        pv_kernel<SMALL, NV, LDA>{}(arch, k, p, b, ldb, c, ldc, row_scale, m);
+        return;
+      }
+    }
+    if constexpr (SMALL < MID && MID < MR) {
+      if (m <= MID) {
+        pv_kernel<MID, NV, LDA>{}(arch, k, p, b, ldb, c, ldc, row_scale, m);
+        return;
+      }
+    }
+    pv_kernel<MR, NV, LDA>{}(arch, k, p, b, ldb, c, ldc, row_scale, m);
+  }
 };
 
 struct online_softmax_kernel {
@@ -32,7 +56,7 @@ template <int MR, int NV, int LDA>
 template <class A>
 void pv_kernel<MR, NV, LDA>::operator()(A, std::size_t k, const float* p, const float* b,
                                         std::size_t ldb, float* c, std::size_t ldc,
-                                        const float* row_scale) const {
+                                        const float* row_scale, std::size_t m) const {
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
   V acc[MR][NV];
@@ -46,6 +70,7 @@ void pv_kernel<MR, NV, LDA>::operator()(A, std::size_t k, const float* p, const 
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
+    if (static_cast<std::size_t>(i) >= m) break;
     float* row = c + static_cast<std::size_t>(i) * ldc;
     const V scale(row_scale[i]);
 #pragma GCC unroll 4
@@ -109,6 +134,91 @@ void online_softmax_kernel::operator()(A, float* s, std::size_t ld, std::size_t 
     m[i] = m_new;
   }
 }
+
+// ScoresDirectKernel: T = max(L, 8) dot products at a time (R rows x T / R keys, R in 1, 2, 4),
+// each an FMA chain over dk; sum_each reduces L chains at once (lane i of sum_each(acc) is the
+// sum of the lanes of acc[i]), so the reduction costs about one shuffle and add per chain.
+struct scores_direct_kernel {
+  template <class A>
+  void operator()(A, const float* q, std::size_t ldq, std::size_t rows, const float* k,
+                  std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
+                  std::size_t lds) const {
+    if (dk == 0) {  // q and k may be null
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t j = 0; j < keys; ++j)
+          s[r * lds + j] = scale * 0.0f;
+      }
+    } else if (rows == 1) {
+      tile<A, 1>(q, ldq, rows, k, ldk, keys, dk, scale, s, lds);
+    } else if (rows == 2) {
+      tile<A, 2>(q, ldq, rows, k, ldk, keys, dk, scale, s, lds);
+    } else {
+      tile<A, 4>(q, ldq, rows, k, ldk, keys, dk, scale, s, lds);
+    }
+  }
+
+  template <class A, int R>
+  static void tile(const float* q, std::size_t ldq, std::size_t rows, const float* k,
+                   std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
+                   std::size_t lds) {
+    using V = vfloat<A>;
+    constexpr std::size_t L = lanes<A>;
+    constexpr int T = L >= 8 ? static_cast<int>(L) : 8;
+    constexpr int U = T / R;
+    const float* qr[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {  // rows past `rows` repeat row 0; their sums are dropped
+      qr[r] = q + (static_cast<std::size_t>(r) < rows ? static_cast<std::size_t>(r) * ldq : 0);
+    }
+    for (std::size_t j = 0; j < keys; j += U) {
+      const std::size_t nk = keys - j < U ? keys - j : U;
+      const float* kr[U];
+#pragma GCC unroll 16
+      for (int u = 0; u < U; ++u)
+        kr[u] = k + (j + (static_cast<std::size_t>(u) < nk ? u : 0)) * ldk;
+      V acc[R * U];
+#pragma GCC unroll 16
+      for (int i = 0; i < R * U; ++i)
+        acc[i] = V(0.0f);
+      std::size_t x = 0;
+      for (; x + L <= dk; x += L) {
+        V kv[U];
+#pragma GCC unroll 16
+        for (int u = 0; u < U; ++u)
+          kv[u] = V::load_unaligned(kr[u] + x);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const V qv = V::load_unaligned(qr[r] + x);
+#pragma GCC unroll 16
+          for (int u = 0; u < U; ++u)
+            acc[r * U + u] = fmadd<A>(qv, kv[u], acc[r * U + u]);
+        }
+      }
+      if (x < dk) {
+        const std::size_t n = dk - x;
+        V kv[U];
+#pragma GCC unroll 16
+        for (int u = 0; u < U; ++u)
+          kv[u] = load_partial<A>(kr[u] + x, n, 0.0f);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const V qv = load_partial<A>(qr[r] + x, n, 0.0f);
+#pragma GCC unroll 16
+          for (int u = 0; u < U; ++u)
+            acc[r * U + u] = fmadd<A>(qv, kv[u], acc[r * U + u]);
+        }
+      }
+      alignas(64) float dots[T];
+#pragma GCC unroll 4
+      for (int g = 0; g < T; g += static_cast<int>(L))
+        sum_each<A>(acc + g).store_aligned(dots + g);
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t u = 0; u < nk; ++u)
+          s[r * lds + j + u] = scale * dots[r * U + u];
+      }
+    }
+  }
+};
 
 // SmallRowKernel: dot products along the head dimension, the softmax over at most
 // kSmallRowKeys scores, and the weighted sum of V rows along the value dimension.

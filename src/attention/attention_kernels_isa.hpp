@@ -6,13 +6,16 @@
 #define ATTN_DECLARE_ATTENTION_KERNELS(isa, pv)                                                    \
   namespace isa {                                                                                  \
   void pv(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,                \
-          std::size_t ldc, const float* row_scale);                                                \
+          std::size_t ldc, const float* row_scale, std::size_t m);                                 \
   void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols, float* m,      \
                       float* l, float* alpha);                                                     \
   void small_row(const float* q, const float* k, std::size_t ldk, const float* v, std::size_t ldv, \
                  std::size_t lk, std::size_t dk, std::size_t dv, float scale,                      \
                  const unsigned char* allowed, const float* bias, float* out, float* weights);     \
   void pack_kt(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk, float* dst);     \
+  void scores_direct(const float* q, std::size_t ldq, std::size_t rows, const float* k,            \
+                     std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,     \
+                     std::size_t lds);                                                             \
   }
 
 namespace attn::detail {

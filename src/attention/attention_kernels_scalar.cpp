@@ -10,7 +10,7 @@
 namespace attn::detail::scalar {
 
 void pv_kernel_4x4_bk64(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,
-                        std::size_t ldc, const float* row_scale) {
+                        std::size_t ldc, const float* row_scale, std::size_t m) {
   constexpr std::size_t kLda = 64;
   float acc[4][4] = {};
   for (std::size_t q = 0; q < k; ++q) {
@@ -20,8 +20,8 @@ void pv_kernel_4x4_bk64(std::size_t k, const float* p, const float* b, std::size
         acc[i][j] += pi * b[q * ldb + j];
     }
   }
-  for (int i = 0; i < 4; ++i) {
-    float* row = c + static_cast<std::size_t>(i) * ldc;
+  for (std::size_t i = 0; i < m && i < 4; ++i) {
+    float* row = c + i * ldc;
     for (int j = 0; j < 4; ++j)
       row[j] = acc[i][j] + row_scale[i] * row[j];
   }
@@ -52,6 +52,19 @@ void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols
     alpha[i] = a;
     l[i] = a * l[i] + static_cast<float>(sum);
     m[i] = m_new;
+  }
+}
+
+void scores_direct(const float* q, std::size_t ldq, std::size_t rows, const float* k,
+                   std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
+                   std::size_t lds) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t j = 0; j < keys; ++j) {
+      float dot = 0.0f;
+      for (std::size_t x = 0; x < dk; ++x)
+        dot += q[r * ldq + x] * k[j * ldk + x];
+      s[r * lds + j] = scale * dot;
+    }
   }
 }
 

@@ -1,6 +1,8 @@
 // Fused-attention kernels for Isa::sse2: the 6 x 8 P*V micro-kernel for key tiles of 64,
 // the online-softmax step and the K^T panel packing.
 #define ATTN_PV_MR 6
+#define ATTN_PV_MR_SMALL 3
+#define ATTN_PV_MR_MID 6
 #define ATTN_PV_NV 2
 #define ATTN_PV_BK 64
 #define ATTN_PV_NAME pv_kernel_6x8_bk64

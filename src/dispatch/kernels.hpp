@@ -42,10 +42,11 @@ struct AttentionTiling {
 // The P*V micro-kernel of the fused attention: for the MR x NR tile of C (row stride ldc),
 // C[i, :] = sum_p P[i, p] * B[p, 0:NR] + row_scale[i] * C[i, :], where P is row-major with row
 // stride AttentionTiling::bk (a compile-time constant of the kernel) and row p of B starts at
-// b + p * ldb (V itself when its rows hold whole NR-wide panels, else a packed copy). C is always
-// read (it must hold finite values or zeros).
+// b + p * ldb (V itself when its rows hold whole NR-wide panels, else a packed copy). Only the
+// first m <= MR rows of C are written; they are always read (they must hold finite values or
+// zeros).
 using PvUkernel = void (*)(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,
-                           std::size_t ldc, const float* row_scale);
+                           std::size_t ldc, const float* row_scale, std::size_t m);
 
 // One step of the online softmax (Milakov & Gimelshein 2018) over a tile of scores: for each of
 // `rows` rows of s (row stride ld, `cols` valid entries), with running max m[i] and sum l[i]:
@@ -60,6 +61,15 @@ using SoftmaxTileKernel = void (*)(float* s, std::size_t ld, std::size_t rows, s
 // B panel: dst[x * NR + j] = k[j * ldk + x], with zeros for j >= keys.
 using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk,
                               float* dst);
+
+// Scores of a few query rows against keys read in place, for attention whose query rows per KV
+// head are too few to repay packing K (decoding): s[r * lds + j] = scale * sum_x q[r * ldq + x] *
+// k[j * ldk + x] for r < rows <= kDirectRows, j < keys. With dk == 0 the scores are 0 (q and k
+// may then be null).
+constexpr std::size_t kDirectRows = 4;
+using ScoresDirectKernel = void (*)(const float* q, std::size_t ldq, std::size_t rows,
+                                    const float* k, std::size_t ldk, std::size_t keys,
+                                    std::size_t dk, float scale, float* s, std::size_t lds);
 
 // The latency path of attention: one query row against lk <= kSmallRowKeys keys read in place
 // (no packing). allowed[j] != 0 marks the keys the mask lets the row attend (the others are
@@ -109,6 +119,7 @@ struct Kernels {
   PvUkernel attention_pv;
   SoftmaxTileKernel attention_softmax;
   PackKtKernel attention_pack_kt;
+  ScoresDirectKernel attention_scores_direct;
   SmallRowKernel attention_small_row;
 };
 

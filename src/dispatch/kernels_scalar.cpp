@@ -33,6 +33,7 @@ const Kernels kScalarKernels = {
     &scalar::pv_kernel_4x4_bk64,
     &scalar::online_softmax,
     &scalar::pack_kt_4,
+    &scalar::scores_direct,
     &scalar::small_row,
 };
 

@@ -90,24 +90,27 @@ __attribute__((always_inline)) inline void store_tile(const vfloat<A> (&acc)[MR]
   }
 }
 
-template <int MR, int NV>
+// MR rows of an A panel packed AS rows wide (AS >= MR): the full tile (AS == MR) or, for the
+// first m <= MR rows of a wider panel, a shorter tile that does only their FMAs.
+template <int MR, int NV, int AS = MR>
 struct gemm_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
                   float alpha, float beta, std::size_t m, std::size_t n, const float* bias) const;
 };
 
-template <int MR, int NV>
+template <int MR, int NV, int AS>
 template <class A>
-void gemm_kernel<MR, NV>::operator()(A, std::size_t k, const float* a, const float* b, float* c,
-                                     std::size_t ldc, float alpha, float beta, std::size_t m,
-                                     std::size_t n, const float* bias) const {
+void gemm_kernel<MR, NV, AS>::operator()(A, std::size_t k, const float* a, const float* b, float* c,
+                                         std::size_t ldc, float alpha, float beta, std::size_t m,
+                                         std::size_t n, const float* bias) const {
+  static_assert(MR <= AS, "a tile cannot have more rows than its packed panel");
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
   constexpr std::size_t NR = NV * L;
   V acc[MR][NV];
   zero_tile<A, MR, NV>(acc);
-  for (std::size_t p = 0; p < k; ++p, a += MR, b += NR) {
+  for (std::size_t p = 0; p < k; ++p, a += AS, b += NR) {
     V bv[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
@@ -116,6 +119,31 @@ void gemm_kernel<MR, NV>::operator()(A, std::size_t k, const float* a, const flo
   }
   store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n, bias);
 }
+
+// GemmUkernel for an MR-row panel: tiles of SMALL and MID rows (SMALL <= MID <= MR) serve edge
+// tiles of at most that many rows, so a tile of 1-4 rows (a decoding step's queries, the last rows
+// of a matrix) costs its own FMAs, not MR rows' worth. Each row's result is the same either way.
+template <int MR, int NV, int SMALL, int MID>
+struct gemm_kernel_by_rows {
+  template <class A>
+  void operator()(A arch, std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
+                  float alpha, float beta, std::size_t m, std::size_t n, const float* bias) const {
+    static_assert(SMALL <= MID && MID <= MR, "row tiles must grow");
+    if constexpr (SMALL < MR) {
+      if (m <= SMALL) {
+        gemm_kernel<SMALL, NV, MR>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias);
+        return;
+      }
+    }
+    if constexpr (SMALL < MID && MID < MR) {
+      if (m <= MID) {
+        gemm_kernel<MID, NV, MR>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias);
+        return;
+      }
+    }
+    gemm_kernel<MR, NV, MR>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias);
+  }
+};
 
 }  // namespace ATTN_ISA_NS
 }  // namespace attn::detail

@@ -1,7 +1,10 @@
-// The 14 x 32 GEMM micro-kernel for Isa::avx512 (2 vectors wide), the 8 x 32 no-packing
-// kernel, and the GEMM driver's packing helpers.
+// The 14 x 32 GEMM micro-kernel for Isa::avx512 (2 vectors wide) with 4- and 8-row tiles for
+// edge tiles (4 rows: 8 accumulators, still enough to cover a 4-cycle FMA latency on 2 pipes),
+// the 8 x 32 no-packing kernel, and the GEMM driver's packing helpers.
 #define ATTN_GEMM_MR 14
 #define ATTN_GEMM_NV 2
+#define ATTN_GEMM_MR_SMALL 4
+#define ATTN_GEMM_MR_MID 8
 #define ATTN_GEMM_DIRECT_MR 8
 #define ATTN_GEMM_KERNEL gemm_kernel_14x32
 #define ATTN_GEMM_PACK_A gemm_pack_a_14

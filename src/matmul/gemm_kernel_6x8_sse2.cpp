@@ -1,7 +1,10 @@
-// The 6 x 8 GEMM micro-kernel for Isa::sse2 (2 vectors wide), the 6 x 8 no-packing
+// The 6 x 8 GEMM micro-kernel for Isa::sse2 (2 vectors wide) with a 3-row
+// tile for edge tiles, the 6 x 8 no-packing
 // kernel, and the GEMM driver's packing helpers.
 #define ATTN_GEMM_MR 6
 #define ATTN_GEMM_NV 2
+#define ATTN_GEMM_MR_SMALL 3
+#define ATTN_GEMM_MR_MID 6
 #define ATTN_GEMM_DIRECT_MR 6
 #define ATTN_GEMM_KERNEL gemm_kernel_6x8
 #define ATTN_GEMM_PACK_A gemm_pack_a_6

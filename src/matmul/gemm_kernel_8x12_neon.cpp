@@ -1,7 +1,10 @@
-// The 8 x 12 GEMM micro-kernel for Isa::neon (3 vectors wide), the 8 x 12 no-packing
+// The 8 x 12 GEMM micro-kernel for Isa::neon (3 vectors wide) with 4- and
+// 8-row tiles for edge tiles, the 8 x 12 no-packing
 // kernel, and the GEMM driver's packing helpers.
 #define ATTN_GEMM_MR 8
 #define ATTN_GEMM_NV 3
+#define ATTN_GEMM_MR_SMALL 4
+#define ATTN_GEMM_MR_MID 8
 #define ATTN_GEMM_DIRECT_MR 8
 #define ATTN_GEMM_KERNEL gemm_kernel_8x12
 #define ATTN_GEMM_PACK_A gemm_pack_a_8

@@ -88,6 +88,21 @@ inline float reduce_add(vfloat<A> v) {
 #endif
 }
 
+// Lane i of the result is the horizontal sum of v[i], for lanes<A> vectors. xsimd 8.1's haddp
+// does this on SSE, AVX and NEON; its AVX-512 version returns the sums with lanes 2-3 swapped
+// with 4-5 and 10-11 with 12-13 (verified against 8.1.0), so the input is permuted by that
+// involution first.
+template <class A>
+inline vfloat<A> sum_each(const vfloat<A>* v) {
+#if defined(__AVX512F__)
+  const vfloat<A> p[16] = {v[0], v[1], v[4],  v[5],  v[2],  v[3],  v[6],  v[7],
+                           v[8], v[9], v[12], v[13], v[10], v[11], v[14], v[15]};
+  return xsimd::haddp(p);
+#else
+  return xsimd::haddp(v);
+#endif
+}
+
 template <class A>
 inline float reduce_max(vfloat<A> v) {
 #if defined(__AVX512F__)
