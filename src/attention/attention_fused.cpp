@@ -320,6 +320,16 @@ class Task {
     return bad == 0;
   }
 
+  // Starts loading V rows [k0, k0 + cols) while the scores stream K: with few rows per tile
+  // (Plan::direct_k) the tile's arithmetic is too short to hide memory latency otherwise.
+  void prefetch_v(std::size_t k0, std::size_t cols) const {
+    for (std::size_t j = k0; j < k0 + cols; ++j) {
+      const char* row = reinterpret_cast<const char*>(pack_.v + j * pack_.ldv);
+      for (std::size_t b = 0; b < p_.dv * sizeof(float); b += 64)
+        __builtin_prefetch(row + b);
+    }
+  }
+
   // S = scale * Q K^T for the pass's rows against the tile (row stride bk).
   void scores(std::size_t pass, std::size_t k0, std::size_t cols) const {
     const std::size_t mr = p_.mr, nr = p_.nr, dk = p_.dk, n = pass_rows(pass);
@@ -432,6 +442,7 @@ class Task {
       const std::size_t cols = std::min(p_.bk, end - k0);
       const bool cut = tile_is_cut(k0, cols);
       const bool careful = (cut || careful_mask) && !v_finite(k0, cols);
+      if (p_.direct_k) prefetch_v(k0, cols);
       for (std::size_t pass = 0; pass < passes_; ++pass) {
         const std::size_t s0 = state(pass, 0);
         scores(pass, k0, cols);
