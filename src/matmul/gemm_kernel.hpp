@@ -34,6 +34,20 @@ inline void rank1_update(vfloat<A> (&acc)[MR][NV], const vfloat<A> (&bv)[NV],
   }
 }
 
+// Starts fetching the first m rows of the tile of C, for writing: a large GEMM finds C in L3 or
+// memory at each KC pass, and the k loop then hides the misses (BLIS's kernels do the same).
+template <class A, int MR, int NV>
+inline void prefetch_tile(const float* c, std::size_t ldc, std::size_t m) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    if (static_cast<std::size_t>(i) >= m) break;
+    const float* row = c + static_cast<std::size_t>(i) * ldc;
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      __builtin_prefetch(row + static_cast<std::size_t>(j) * lanes<A>, 1);
+  }
+}
+
 // C = alpha * acc + beta * C (+ bias[j] when bias != nullptr) for the first m rows and n columns
 // of an MR x (NV lanes) tile; beta == 0 never reads C. Edge tiles use masked loads and stores.
 template <class A, int MR, int NV>
@@ -108,6 +122,7 @@ void gemm_kernel<MR, NV, AS>::operator()(A, std::size_t k, const float* a, const
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
   constexpr std::size_t NR = NV * L;
+  prefetch_tile<A, MR, NV>(c, ldc, m);
   V acc[MR][NV];
   zero_tile<A, MR, NV>(acc);
   for (std::size_t p = 0; p < k; ++p, a += AS, b += NR) {
@@ -155,7 +170,10 @@ namespace ATTN_ISA_NS {
 // no packing. A is row-major (row i of the tile at a + i * lda, m <= MR rows), B is row-major
 // (row p at b + p * ldb, n <= NR columns, masked loads past n). Contract otherwise as
 // GemmUkernel. Worth it when packing would cost more than the reuse it buys (small m, n, k).
-template <int MR, int NV>
+// KS > 1 keeps KS sets of accumulators for alternate k steps, summed at the end: a narrow tile
+// has too few accumulators to cover the FMA latency otherwise (the seed's 6 x 16 x 64 is a chain
+// of 64 dependent FMAs per accumulator).
+template <int MR, int NV, int KS = 1>
 struct gemm_direct_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* a, std::size_t lda, const float* b,
@@ -164,51 +182,80 @@ struct gemm_direct_kernel {
     using V = vfloat<A>;
     constexpr std::size_t L = lanes<A>;
     constexpr std::size_t NR = NV * L;
-    V acc[MR][NV];
-    zero_tile<A, MR, NV>(acc);
+    V acc[KS][MR][NV];
+#pragma GCC unroll 4
+    for (int s = 0; s < KS; ++s)
+      zero_tile<A, MR, NV>(acc[s]);
     const float* rows[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       // Rows past m repeat row 0: valid memory, and their results are never stored.
       rows[i] = a + (static_cast<std::size_t>(i) < m ? static_cast<std::size_t>(i) * lda : 0);
     }
-    if (n == NR) {
-      for (std::size_t p = 0; p < k; ++p, b += ldb) {
-        V bv[NV];
+    // The width of each vector, fixed for the whole k loop (an edge panel loads masked).
+    std::size_t width[NV];
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j)
-          bv[j] = V::load_unaligned(b + j * L);
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i) {
-          const V ai(rows[i][p]);
-#pragma GCC unroll 4
-          for (int j = 0; j < NV; ++j)
-            acc[i][j] = fmadd<A>(ai, bv[j], acc[i][j]);
-        }
-      }
-    } else {
-      // Edge panel: the width of each vector is fixed for the whole k loop.
-      std::size_t width[NV];
+    for (int j = 0; j < NV; ++j) {
+      const std::size_t c0 = static_cast<std::size_t>(j) * L;
+      width[j] = c0 < n ? (n - c0 < L ? n - c0 : L) : 0;
+    }
+    const auto step = [&](V(&t)[MR][NV], std::size_t p, bool full) {
+      const float* bp = b + p * ldb;
+      V bv[NV];
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) {
-        const std::size_t c0 = static_cast<std::size_t>(j) * L;
-        width[j] = c0 < n ? (n - c0 < L ? n - c0 : L) : 0;
+        bv[j] = full ? V::load_unaligned(bp + j * L)
+                     : load_partial<A>(bp + static_cast<std::size_t>(j) * L, width[j], 0.0f);
       }
-      for (std::size_t p = 0; p < k; ++p, b += ldb) {
-        V bv[NV];
+      rank1_update<A, MR, NV>(t, bv, [&rows, p](int i) { return rows[i][p]; });
+    };
+    const std::size_t k_main = k / KS * KS;
+    if (n == NR) {
+      for (std::size_t p = 0; p < k_main; p += KS) {
+#pragma GCC unroll 4
+        for (int s = 0; s < KS; ++s)
+          step(acc[s], p + s, true);
+      }
+      for (std::size_t p = k_main; p < k; ++p)
+        step(acc[0], p, true);
+    } else {
+      for (std::size_t p = 0; p < k_main; p += KS) {
+#pragma GCC unroll 4
+        for (int s = 0; s < KS; ++s)
+          step(acc[s], p + s, false);
+      }
+      for (std::size_t p = k_main; p < k; ++p)
+        step(acc[0], p, false);
+    }
+#pragma GCC unroll 4
+    for (int s = 1; s < KS; ++s) {
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j)
-          bv[j] = load_partial<A>(b + static_cast<std::size_t>(j) * L, width[j], 0.0f);
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i) {
-          const V ai(rows[i][p]);
-#pragma GCC unroll 4
-          for (int j = 0; j < NV; ++j)
-            acc[i][j] = fmadd<A>(ai, bv[j], acc[i][j]);
-        }
+          acc[0][i][j] += acc[s][i][j];
       }
     }
-    store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n, bias);
+    store_tile<A, MR, NV>(acc[0], c, ldc, alpha, beta, m, n, bias);
+  }
+};
+
+// GemmDirectKernel for up to MR rows: a tile of SMALL rows serves calls with at most that many
+// (as gemm_kernel_by_rows does for the packed kernel).
+template <int MR, int NV, int KS, int SMALL>
+struct gemm_direct_by_rows {
+  template <class A>
+  void operator()(A arch, std::size_t k, const float* a, std::size_t lda, const float* b,
+                  std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
+                  std::size_t m, std::size_t n, const float* bias) const {
+    if constexpr (SMALL < MR) {
+      if (m <= SMALL) {
+        gemm_direct_kernel<SMALL, NV, KS>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n,
+                                            bias);
+        return;
+      }
+    }
+    gemm_direct_kernel<MR, NV, KS>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
   }
 };
 

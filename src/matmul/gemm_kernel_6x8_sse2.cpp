@@ -6,6 +6,7 @@
 #define ATTN_GEMM_MR_SMALL 3
 #define ATTN_GEMM_MR_MID 6
 #define ATTN_GEMM_DIRECT_MR 6
+#define ATTN_GEMM_DIRECT_MR_SMALL 3
 #define ATTN_GEMM_KERNEL gemm_kernel_6x8
 #define ATTN_GEMM_PACK_A gemm_pack_a_6
 #include "matmul/gemm_kernels_isa.inc"

@@ -6,6 +6,7 @@
 #define ATTN_GEMM_MR_SMALL 4
 #define ATTN_GEMM_MR_MID 8
 #define ATTN_GEMM_DIRECT_MR 8
+#define ATTN_GEMM_DIRECT_MR_SMALL 4
 #define ATTN_GEMM_KERNEL gemm_kernel_8x12
 #define ATTN_GEMM_PACK_A gemm_pack_a_8
 #include "matmul/gemm_kernels_isa.inc"
