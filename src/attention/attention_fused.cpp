@@ -489,8 +489,9 @@ class Task {
     } else if (l == 0.0f) {  // fully masked: zeros, by contract
       std::fill(out, out + p_.dv, 0.0f);
     } else {
-      std::memcpy(out, orow, p_.dv * sizeof(float));
-      kern_.scale(out, p_.dv, 1.0f / l);
+      const float inv = 1.0f / l;  // one product per element, as kern_.scale would do
+      for (std::size_t x = 0; x < p_.dv; ++x)
+        out[x] = orow[x] * inv;
     }
   }
 
