@@ -2,6 +2,7 @@
 // tiling, every mask kind and combination, GQA/MQA, cross-attention, Dk != Dv, strided BSHD
 // views, weights on and off. Tolerances: support/attention_case.hpp.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -128,10 +129,12 @@ TEST_CASE("attention of at most 4 query rows per KV head (decoding) reads K in p
   struct Rows {
     std::size_t lq, hq, hkv;
   };
+  // {5, 8, 2}: 20 packed rows per KV head, 4 heads stacked in one pass whose MR panels mix
+  // heads. 3001 keys: the direct path under the decoding key split.
   const Rows rows[] = {{1, 1, 1}, {1, 2, 1}, {1, 4, 1}, {2, 2, 1}, {3, 1, 1}, {1, 3, 1},
-                       {4, 1, 1}, {1, 8, 2}, {2, 4, 2}, {5, 1, 1}, {1, 5, 1}};
-  const std::size_t dks[] = {1, 3, 17, 64, 80, 128};
-  const std::size_t lks[] = {33, 100, 257, 1031};
+                       {4, 1, 1}, {1, 8, 2}, {2, 4, 2}, {5, 1, 1}, {1, 5, 1}, {5, 8, 2}};
+  const std::size_t dks[] = {1, 3, 17, 64, 80, 128, 257};
+  const std::size_t lks[] = {33, 100, 257, 1031, 3001};
   unsigned n = 0;
   for (const Rows& r : rows) {
     for (std::size_t lk : lks) {
@@ -141,8 +144,8 @@ TEST_CASE("attention of at most 4 query rows per KV head (decoding) reads K in p
       c.Hkv = r.hkv;
       c.Lq = r.lq;
       c.Lk = lk;
-      c.Dk = dks[n % 6];
-      c.Dv = dks[(n + 3) % 6];
+      c.Dk = dks[n % 7];
+      c.Dv = dks[(n + 3) % 7];
       c.bshd = n % 2 == 1;
       c.weights = n % 3 == 0;
       c.seed = 400 + n;
@@ -150,6 +153,52 @@ TEST_CASE("attention of at most 4 query rows per KV head (decoding) reads K in p
       attn_test::check_attention_case_everywhere(c, thread_counts());
       ++n;
     }
+  }
+}
+
+TEST_CASE("attention: wide heads split a KV head's query heads across tasks, few rows or many",
+          "[attention][direct]") {
+  // d = 256: fewer query heads per task than share a KV head (the per-task state budget), on the
+  // direct path (1 row x 4 heads) and the packed one (9 rows x 8 heads).
+  attn_test::Rng rng(25);
+  unsigned n = 0;
+  for (std::size_t lq : {1u, 9u}) {
+    for (unsigned bits : {0u, 3u, 8u + 32u}) {
+      AttentionCase c;
+      c.Hq = lq == 1 ? 4 : 8;
+      c.Hkv = 1;
+      c.Lq = lq;
+      c.Lk = 300;
+      c.Dk = c.Dv = 256;
+      c.weights = n % 2 == 0;
+      c.seed = 500 + n;
+      c = with_mask(c, bits, rng);
+      attn_test::check_attention_case_everywhere(c, {1, 2});
+      ++n;
+    }
+  }
+}
+
+TEST_CASE("attention: K broadcast over its keys (row stride 0) with few query rows",
+          "[attention][direct]") {
+  // A zero row stride keeps the packing path even with 4 rows per KV head: 4 heads stacked.
+  const std::size_t hq = 4, lk = 77, d = 20;
+  attn_test::Rng rng(26);
+  const auto q = rng.uniform_vec(hq * d), k = rng.uniform_vec(d), v = rng.uniform_vec(lk * d);
+  const attn::TensorView<const float> tk{k.data(), {1, 1, lk, d}, {0, 0, 0, 1}};
+  const auto tq = attn::make_bhsd<const float>(q.data(), 1, hq, 1, d);
+  const auto tv = attn::make_bhsd<const float>(v.data(), 1, 1, lk, d);
+  std::vector<float> want(hq * d), got(hq * d);
+  REQUIRE(attn::reference::attention(tq, tk, tv, attn::make_bhsd(want.data(), 1, hq, 1, d)).ok());
+  // The bound of support/attention_case.hpp: |q|, |k|, |v| <= 1, scale 1/sqrt(d), so S <= sqrt(d).
+  const double u = std::ldexp(1.0, -24);
+  const double tol = 2 * u * (2.0 * (d + 2) * std::sqrt(double(d)) + 2.0 * lk + 8.0);
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    attn::Context ctx = attn_test::make_context(isa);
+    REQUIRE(attn::attention(ctx, tq, tk, tv, attn::make_bhsd(got.data(), 1, hq, 1, d)).ok());
+    for (std::size_t x = 0; x < got.size(); ++x)
+      CHECK(std::fabs(got[x] - want[x]) <= tol);
   }
 }
 

@@ -154,30 +154,42 @@ TEST_CASE("self_attention writes the weights even when out has no columns",
 // child process). Found by the fuzzer.
 TEST_CASE("attention with Dk == 0 or Dv == 0 and null data is free of undefined behaviour",
           "[hostile][attention]") {
+  // 4 keys: the latency path; 40 keys: the fused path, K read in place (2 rows) or packed (6).
   for (attn::Isa isa : attn_test::test_isas()) {
-    INFO("isa " << attn::isa_name(isa));
-    std::vector<float> q(2 * 3, 0.5f), k(4 * 3, 0.25f), v(4 * 3, 1.0f), out(2 * 3, kSentinel);
-    // Dk == 0: q and k are empty; every score is 0, so out is the mean of v.
-    CHECK(exits_cleanly([&] {
-      attn::Context ctx = attn_test::make_context(isa);
-      const Status s = attn::attention(ctx, attn::make_bhsd<const float>(nullptr, 1, 1, 2, 0),
-                                       attn::make_bhsd<const float>(nullptr, 1, 1, 4, 0),
-                                       attn::make_bhsd<const float>(v.data(), 1, 1, 4, 3),
-                                       attn::make_bhsd(out.data(), 1, 1, 2, 3), {});
-      if (!s.ok() || out[0] != 1.0f) _exit(2);
-    }));
-    // Dv == 0: v and out are empty; the weights are still written.
-    CHECK(exits_cleanly([&] {
-      attn::Context ctx = attn_test::make_context(isa);
-      std::vector<float> w(2 * 4, kSentinel);
-      attn::AttentionOptions o;
-      o.weights = attn::make_bhsd(w.data(), 1, 1, 2, 4);
-      const Status s = attn::attention(ctx, attn::make_bhsd<const float>(q.data(), 1, 1, 2, 3),
-                                       attn::make_bhsd<const float>(k.data(), 1, 1, 4, 3),
-                                       attn::make_bhsd<const float>(nullptr, 1, 1, 4, 0),
-                                       attn::make_bhsd<float>(nullptr, 1, 1, 2, 0), o);
-      if (!s.ok() || w[0] != 0.25f) _exit(2);
-    }));
+    for (std::size_t lk : {4u, 40u}) {
+      for (std::size_t lq : {2u, 6u}) {
+        INFO("isa " << attn::isa_name(isa) << " Lk " << lk << " Lq " << lq);
+        std::vector<float> q(lq * 3, 0.5f), k(lk * 3, 0.25f), v(lk * 3, 1.0f),
+            out(lq * 3, kSentinel);
+        // Dk == 0: q and k are empty; every score is 0, so out is the mean of v.
+        CHECK(exits_cleanly([&] {
+          attn::Context ctx = attn_test::make_context(isa);
+          const Status s = attn::attention(ctx, attn::make_bhsd<const float>(nullptr, 1, 1, lq, 0),
+                                           attn::make_bhsd<const float>(nullptr, 1, 1, lk, 0),
+                                           attn::make_bhsd<const float>(v.data(), 1, 1, lk, 3),
+                                           attn::make_bhsd(out.data(), 1, 1, lq, 3), {});
+          if (!s.ok() || out[0] != 1.0f) _exit(2);
+        }));
+        // Dv == 0: v and out are empty; the weights are still written, under a boolean mask
+        // that blocks key 0 (the careful path asks whether V's rows are finite).
+        CHECK(exits_cleanly([&] {
+          attn::Context ctx = attn_test::make_context(isa);
+          std::vector<float> w(lq * lk, kSentinel);
+          std::vector<std::uint8_t> allowed(lk, 1);
+          allowed[0] = 0;
+          attn::AttentionOptions o;
+          o.weights = attn::make_bhsd(w.data(), 1, 1, lq, lk);
+          o.mask = attn::Mask().with_allowed(
+              TensorView<const std::uint8_t>{allowed.data(), {1, 1, lq, lk}, {0, 0, 0, 1}});
+          const Status s = attn::attention(ctx, attn::make_bhsd<const float>(q.data(), 1, 1, lq, 3),
+                                           attn::make_bhsd<const float>(k.data(), 1, 1, lk, 3),
+                                           attn::make_bhsd<const float>(nullptr, 1, 1, lk, 0),
+                                           attn::make_bhsd<float>(nullptr, 1, 1, lq, 0), o);
+          const float expect = 1.0f / static_cast<float>(lk - 1);
+          if (!s.ok() || w[0] != 0.0f || std::fabs(w[1] - expect) > 1e-6f * expect) _exit(2);
+        }));
+      }
+    }
   }
 }
 

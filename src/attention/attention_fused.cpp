@@ -9,7 +9,7 @@
 // chunk]); it reuses each K and V tile for every query row of its tile and every query head of
 // its chunk (grouped-query attention). Per pass (one head's rows, or several heads' stacked when
 // the tile has few rows; see Task) and key tile:
-//   S = scale * Q K^T               (the GEMM micro-kernel, Q and K packed)
+//   S = scale * Q K^T               (the GEMM micro-kernel, Q and K packed; or dot products)
 //   mask S on the tile (only tiles the structural mask cuts; skipped tiles are never read)
 //   online softmax: S <- e^(S - m), alpha = e^(m_old - m), l <- alpha l + sum S
 //   O <- P V + alpha O              (the P*V micro-kernel rescales O as it loads it)
@@ -105,9 +105,10 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
   const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
   p.k_pack_floats = p.direct_k ? 0 : round_up(sat_mul(lk_pad, p.dk), 16);
   p.v_pack_floats = p.pack_v ? round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
-  const std::size_t group_bytes =
-      std::max<std::size_t>(64, sat_mul(sat_add(p.k_pack_floats, p.v_pack_floats), 4));
-  p.groups_per_batch = std::max<std::size_t>(1, std::min(p.groups, kPackBudget / group_bytes));
+  const std::size_t group_bytes = sat_mul(sat_add(p.k_pack_floats, p.v_pack_floats), 4);
+  p.groups_per_batch =  // all groups at once when nothing is packed (direct K, V in place)
+      group_bytes == 0 ? std::max<std::size_t>(1, p.groups)
+                       : std::max<std::size_t>(1, std::min(p.groups, kPackBudget / group_bytes));
   p.pack_bytes = sat_mul(p.groups_per_batch, group_bytes);
   const std::size_t hpt = p.heads_per_task;
   p.q_floats = hpt * p.bq * p.dk;
@@ -161,7 +162,7 @@ struct GroupPack {
 
 // Per-thread buffers.
 struct Work {
-  float* q;         // heads x [bq/MR panels][dk][MR]
+  float* q;         // passes x [bq/MR panels][dk][MR] (direct_k: passes x [rows][dk])
   float* s;         // [bq][bk]
   float* o;         // heads x [bq][dv_pad]
   float* m;         // heads x bq
@@ -306,8 +307,10 @@ class Task {
   }
 
   // True if V rows [k0, k0 + cols) hold only finite values: the tile may then multiply a blocked
-  // key's V by an exact 0 weight. Asked only of tiles a mask cuts, whose V rows are read next.
+  // key's V by an exact 0 weight. Asked only of tiles a structural mask cuts, or of every tile
+  // under a boolean mask; their V rows are read next.
   bool v_finite(std::size_t k0, std::size_t cols) const {
+    if (p_.dv == 0) return true;  // and V may have no data
     std::uint32_t bad = 0;
     for (std::size_t j = k0; j < k0 + cols; ++j) {
       const float* row = pack_.v + j * pack_.ldv;
@@ -323,6 +326,7 @@ class Task {
   // Starts loading V rows [k0, k0 + cols) while the scores stream K: with few rows per tile
   // (Plan::direct_k) the tile's arithmetic is too short to hide memory latency otherwise.
   void prefetch_v(std::size_t k0, std::size_t cols) const {
+    if (p_.dv == 0) return;  // and V may have no data
     for (std::size_t j = k0; j < k0 + cols; ++j) {
       const char* row = reinterpret_cast<const char*>(pack_.v + j * pack_.ldv);
       for (std::size_t b = 0; b < p_.dv * sizeof(float); b += 64)
@@ -389,6 +393,7 @@ class Task {
   void accumulate(std::size_t pass, std::size_t k0, std::size_t cols,
                   const float* row_scale) const {
     const std::size_t mr = p_.mr, nr = p_.nr, n = pass_rows(pass);
+    if (p_.dv == 0) return;  // and V may have no data
     float* o = w_.o + state(pass, 0) * p_.dv_pad;
     const float* v_tile = pack_.v + k0 * pack_.ldv;
     for (std::size_t ib = 0; ib < n; ib += mr) {

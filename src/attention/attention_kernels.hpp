@@ -148,12 +148,19 @@ struct scores_direct_kernel {
         for (std::size_t j = 0; j < keys; ++j)
           s[r * lds + j] = scale * 0.0f;
       }
-    } else if (rows == 1) {
-      tile<A, 1>(q, ldq, rows, k, ldk, keys, dk, scale, s, lds);
-    } else if (rows == 2) {
-      tile<A, 2>(q, ldq, rows, k, ldk, keys, dk, scale, s, lds);
-    } else {
-      tile<A, 4>(q, ldq, rows, k, ldk, keys, dk, scale, s, lds);
+      return;
+    }
+    for (std::size_t r0 = 0; r0 < rows; r0 += 4) {  // one group when rows <= kDirectRows
+      const std::size_t n = rows - r0 < 4 ? rows - r0 : 4;
+      const float* qr = q + r0 * ldq;
+      float* sr = s + r0 * lds;
+      if (n == 1) {
+        tile<A, 1>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds);
+      } else if (n == 2) {
+        tile<A, 2>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds);
+      } else {
+        tile<A, 4>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds);
+      }
     }
   }
 

@@ -241,8 +241,8 @@ struct gemm_direct_kernel {
 };
 
 // GemmDirectKernel for up to MR rows: a tile of SMALL rows serves calls with at most that many
-// (as gemm_kernel_by_rows does for the packed kernel).
-template <int MR, int NV, int KS, int SMALL>
+// (as gemm_kernel_by_rows does for the packed kernel); KS as in gemm_direct_kernel.
+template <int MR, int NV, int SMALL, int KS>
 struct gemm_direct_by_rows {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, std::size_t lda, const float* b,

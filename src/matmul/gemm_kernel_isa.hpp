@@ -12,9 +12,9 @@ namespace attn::detail {
   void gemm_direct(std::size_t k, const float* a, std::size_t lda, const float* b,                 \
                    std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,            \
                    std::size_t m, std::size_t n, const float* bias);                               \
-  void gemm_direct_narrow(std::size_t k, const float* a, std::size_t lda, const float* b,      \
-                          std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,  \
-                          std::size_t m, std::size_t n, const float* bias);                     \
+  void gemm_direct_narrow(std::size_t k, const float* a, std::size_t lda, const float* b,          \
+                          std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,     \
+                          std::size_t m, std::size_t n, const float* bias);                        \
   void pack_a(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst);       \
   void gemm_pack_b_rows(const float* b, std::size_t ldb, std::size_t width, std::size_t k,         \
                         float* dst);                                                               \

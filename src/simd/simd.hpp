@@ -90,8 +90,9 @@ inline float reduce_add(vfloat<A> v) {
 
 // Lane i of the result is the horizontal sum of v[i], for lanes<A> vectors. xsimd 8.1's haddp
 // does this on SSE, AVX and NEON; its AVX-512 version returns the sums with lanes 2-3 swapped
-// with 4-5 and 10-11 with 12-13 (verified against 8.1.0), so the input is permuted by that
-// involution first.
+// with 4-5 and 10-11 with 12-13 (verified against 8.1.0, and newer xsimd has the same code), so
+// the input is permuted by that involution first. The [direct] attention tests fail on avx512 if
+// the lane order is wrong (checked by removing the permutation).
 template <class A>
 inline vfloat<A> sum_each(const vfloat<A>* v) {
 #if defined(__AVX512F__)
