@@ -235,7 +235,27 @@ void register_ours(const Options& options) {
       // Grouped-query prefill: 32 query heads share 8 key/value heads (Llama-like), causal.
       {"attention_gqa", 1, 32, 8, 512, 512, 128, MaskKind::causal, {}, V::q1 | V::two},
       // Decoding one token against a 4096-token KV cache, grouped-query.
-      {"attention_decode", 1, 32, 8, 1, 4096, 128, MaskKind::causal_bottom_right, {}, V::q1},
+      {"attention_decode",
+       1,
+       32,
+       8,
+       1,
+       4096,
+       128,
+       MaskKind::causal_bottom_right,
+       {},
+       V::q1 | V::two},
+      // Decoding with multi-head attention (GPT-2 small: 12 heads of 64, a 1024-token cache).
+      {"attention_decode",
+       1,
+       12,
+       12,
+       1,
+       1024,
+       64,
+       MaskKind::causal_bottom_right,
+       {},
+       V::q1 | V::two},
       // Cross-attention: 256 decoder queries against 1024 encoder keys.
       {"attention_cross", 1, 8, 8, 256, 1024, 64, MaskKind::bidirectional, {}, V::q1},
   };

@@ -310,17 +310,8 @@ class Task {
   // key's V by an exact 0 weight. Asked only of tiles a structural mask cuts, or of every tile
   // under a boolean mask; their V rows are read next.
   bool v_finite(std::size_t k0, std::size_t cols) const {
-    if (p_.dv == 0) return true;  // and V may have no data
-    std::uint32_t bad = 0;
-    for (std::size_t j = k0; j < k0 + cols; ++j) {
-      const float* row = pack_.v + j * pack_.ldv;
-      for (std::size_t x = 0; x < p_.dv; ++x) {
-        std::uint32_t bits;
-        std::memcpy(&bits, row + x, sizeof bits);
-        bad |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-      }
-    }
-    return bad == 0;
+    if (p_.dv == 0 || cols == 0) return true;  // and V may have no data
+    return kern_.all_finite(pack_.v + k0 * pack_.ldv, pack_.ldv, cols, p_.dv);
   }
 
   // Starts loading V rows [k0, k0 + cols) while the scores stream K: with few rows per tile

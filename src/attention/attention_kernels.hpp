@@ -227,6 +227,36 @@ struct scores_direct_kernel {
   }
 };
 
+// all_finite: x - x is 0 for a finite x and NaN for an infinity or a NaN, so a sum of such
+// differences is NaN exactly when some element is not finite.
+struct all_finite_kernel {
+  template <class A>
+  bool operator()(A, const float* x, std::size_t ld, std::size_t rows, std::size_t cols) const {
+    using V = vfloat<A>;
+    constexpr std::size_t L = lanes<A>;
+    V s0(0.0f), s1(0.0f);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* row = x + r * ld;
+      std::size_t c = 0;
+      for (; c + 2 * L <= cols; c += 2 * L) {
+        const V a = V::load_unaligned(row + c), b = V::load_unaligned(row + c + L);
+        s0 += a - a;
+        s1 += b - b;
+      }
+      for (; c + L <= cols; c += L) {
+        const V a = V::load_unaligned(row + c);
+        s0 += a - a;
+      }
+      if (c < cols) {
+        const V a = load_partial<A>(row + c, cols - c, 0.0f);
+        s1 += a - a;
+      }
+    }
+    const V s = s0 + s1;
+    return xsimd::all(s == s);
+  }
+};
+
 // SmallRowKernel: dot products along the head dimension, the softmax over at most
 // kSmallRowKeys scores, and the weighted sum of V rows along the value dimension.
 struct small_row_kernel {

@@ -16,6 +16,7 @@
   void scores_direct(const float* q, std::size_t ldq, std::size_t rows, const float* k,            \
                      std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,     \
                      std::size_t lds);                                                             \
+  bool all_finite(const float* x, std::size_t ld, std::size_t rows, std::size_t cols);             \
   }
 
 namespace attn::detail {

@@ -68,6 +68,15 @@ void scores_direct(const float* q, std::size_t ldq, std::size_t rows, const floa
   }
 }
 
+bool all_finite(const float* x, std::size_t ld, std::size_t rows, std::size_t cols) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c) {
+      if (!std::isfinite(x[r * ld + c])) return false;
+    }
+  }
+  return true;
+}
+
 void pack_kt_4(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk, float* dst) {
   for (std::size_t x = 0; x < dk; ++x) {
     for (std::size_t j = 0; j < 4; ++j)

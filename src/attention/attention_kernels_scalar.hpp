@@ -11,6 +11,7 @@ void pv_kernel_4x4_bk64(std::size_t k, const float* p, const float* b, std::size
 void scores_direct(const float* q, std::size_t ldq, std::size_t rows, const float* k,
                    std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
                    std::size_t lds);
+bool all_finite(const float* x, std::size_t ld, std::size_t rows, std::size_t cols);
 void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols, float* m,
                     float* l, float* alpha);
 void small_row(const float* q, const float* k, std::size_t ldk, const float* v, std::size_t ldv,

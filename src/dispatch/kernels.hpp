@@ -120,6 +120,8 @@ struct Kernels {
   SoftmaxTileKernel attention_softmax;
   PackKtKernel attention_pack_kt;
   ScoresDirectKernel attention_scores_direct;
+  // True if x[r * ld + c] is finite for every r < rows, c < cols.
+  bool (*all_finite)(const float* x, std::size_t ld, std::size_t rows, std::size_t cols);
   SmallRowKernel attention_small_row;
 };
 

@@ -34,6 +34,7 @@ const Kernels kScalarKernels = {
     &scalar::online_softmax,
     &scalar::pack_kt_4,
     &scalar::scores_direct,
+    &scalar::all_finite,
     &scalar::small_row,
 };
 
