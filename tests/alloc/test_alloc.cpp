@@ -309,6 +309,9 @@ struct Workload {
     ok(attn::attention(ctx, tq, tk, tv, to, o));
     o.weights = {};
     ok(attn::attention(ctx, tq, tk, tv, to, o));
+    // Decoding: one query row per head, 2 per KV head (scores from K in place, nothing packed).
+    ok(attn::attention(ctx, attn::make_bhsd<const float>(q.data(), B, Hq, 1, Dk), tk, tv,
+                       attn::make_bhsd(out.data(), B, Hq, 1, Dv), {}));
     const std::size_t rows = batch * seq;
     attn::SelfAttentionParams p;
     p.q = {attn::make_matrix<const float>(wq.data(), dm, heads * dk), bq.data()};
