@@ -20,11 +20,11 @@ struct Plan {
 };
 
 // Below about 10 microseconds of work, starting threads costs more than it saves.
-int effective_threads(int threads, GemmShape s) {
+int effective_threads(int threads, const GemmShape& s) {
   return 2.0 * double(s.m) * double(s.n) * double(s.k) < 2e6 ? 1 : threads;
 }
 
-Plan make_plan(const Kernels& kern, GemmShape s, int threads) {
+Plan make_plan(const Kernels& kern, const GemmShape& s, int threads) {
   Plan p;
   p.mr = kern.gemm_mr;
   p.nr = kern.gemm_nr;
@@ -43,8 +43,8 @@ Plan make_plan(const Kernels& kern, GemmShape s, int threads) {
 
 // Packs rows [i0, i0 + mc) x cols [p0, p0 + kc) of op(A) into MR-row panels: panel r holds
 // a[p * MR + i]; rows past m are zero.
-void pack_a(const Kernels& kern, const Plan& plan, GemmOperand a, std::size_t i0, std::size_t mc,
-            std::size_t p0, std::size_t kc, float* dst) {
+void pack_a(const Kernels& kern, const Plan& plan, const GemmOperand& a, std::size_t i0,
+            std::size_t mc, std::size_t p0, std::size_t kc, float* dst) {
   const std::size_t mr = plan.mr;
   for (std::size_t ir = 0; ir < mc; ir += mr, dst += mr * kc) {
     const std::size_t rows = std::min(mr, mc - ir);
@@ -65,9 +65,9 @@ void pack_a(const Kernels& kern, const Plan& plan, GemmOperand a, std::size_t i0
 
 // Packs rows [p0, p0 + kc) x the column panels [panel_begin, panel_end) of op(B) restricted to
 // columns [j0, j0 + nc): panel jp holds b[p * NR + j]; columns past n are zero.
-void pack_b(const Kernels& kern, const Plan& plan, GemmOperand b, std::size_t p0, std::size_t kc,
-            std::size_t j0, std::size_t nc, std::size_t panel_begin, std::size_t panel_end,
-            float* panels) {
+void pack_b(const Kernels& kern, const Plan& plan, const GemmOperand& b, std::size_t p0,
+            std::size_t kc, std::size_t j0, std::size_t nc, std::size_t panel_begin,
+            std::size_t panel_end, float* panels) {
   const std::size_t nr = plan.nr;
   for (std::size_t jp = panel_begin; jp < panel_end; ++jp) {
     const std::size_t jr = jp * nr;
@@ -103,18 +103,19 @@ void scale_c(std::size_t m, std::size_t n, float beta, float* c, std::size_t ldc
 // Row-major A with a B that fits in half of L2 skips packing: the direct kernel streams B from
 // L2 at a fraction of the FMA rate and reads A rows from L1, so packing (O(mk + kn) copies)
 // would buy nothing. A B^T is first transposed once into row-major scratch.
-bool use_direct(GemmShape s, GemmOperand a, GemmOperand b) {
+bool use_direct(const GemmShape& s, const GemmOperand& a, const GemmOperand& b) {
   if (a.cs != 1 || (b.cs != 1 && b.rs != 1) || s.k > 1024) return false;
   return s.k * s.n * sizeof(float) <= cpu_info().l2_bytes / 2;
 }
 
-bool direct_transposes_b(GemmOperand b) {
+bool direct_transposes_b(const GemmOperand& b) {
   return b.cs != 1;
 }
 
 // C by row blocks of MR_direct x column panels of NR, the row blocks split among threads.
-void gemm_direct(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperand a,
-                 GemmOperand b, float beta, float* c, std::size_t ldc, const float* bias) {
+void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alpha,
+                 const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
+                 const float* bias) {
   const std::size_t mr = kern.gemm_direct_mr, nr = kern.gemm_nr;
   const std::size_t blocks = (s.m + mr - 1) / mr;
   run_parallel(threads, [&](int t, int nt) {
@@ -138,8 +139,8 @@ void gemm_direct(const Kernels& kern, int threads, GemmShape s, float alpha, Gem
 
 }  // namespace
 
-std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, GemmShape shape, GemmOperand a,
-                               GemmOperand b) {
+std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
+                               const GemmOperand& a, const GemmOperand& b) {
   if (use_direct(shape, a, b)) {
     return direct_transposes_b(b) ? shape.k * shape.n * sizeof(float) : 0;
   }
@@ -149,8 +150,9 @@ std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, GemmShape shape
   return p.b_floats * sizeof(float) + static_cast<std::size_t>(threads) * per_thread;
 }
 
-void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperand a, GemmOperand b,
-          float beta, float* c, std::size_t ldc, void* scratch, const float* bias) {
+void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, const GemmOperand& a,
+          const GemmOperand& b, float beta, float* c, std::size_t ldc, void* scratch,
+          const float* bias) {
   if (s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
     scale_c(s.m, s.n, beta, c, ldc, bias);
@@ -161,7 +163,8 @@ void gemm(const Kernels& kern, int threads, GemmShape s, float alpha, GemmOperan
     if (direct_transposes_b(b)) {  // op(B)(p, j) = b[j * cs + p]: make it row-major k x n
       float* bt = static_cast<float*>(scratch);
       kern.transpose(b.data, b.cs, s.n, s.k, bt, s.n);
-      b = GemmOperand{bt, s.n, 1};
+      gemm_direct(kern, threads, s, alpha, a, GemmOperand{bt, s.n, 1}, beta, c, ldc, bias);
+      return;
     }
     gemm_direct(kern, threads, s, alpha, a, b, beta, c, ldc, bias);
     return;
