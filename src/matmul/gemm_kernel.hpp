@@ -5,6 +5,8 @@
 // that stay in registers (ref: Goto & van de Geijn 2008; BLIS's haswell 6x16 kernel).
 #pragma once
 
+#include <type_traits>
+
 #include "simd/simd.hpp"
 
 namespace attn::detail {
@@ -199,33 +201,34 @@ struct gemm_direct_kernel {
       const std::size_t c0 = static_cast<std::size_t>(j) * L;
       width[j] = c0 < n ? (n - c0 < L ? n - c0 : L) : 0;
     }
-    const auto step = [&](V(&t)[MR][NV], std::size_t p, bool full) {
+    // `full` is a std::bool_constant: whole-vector loads, or masked loads of an edge panel.
+    const auto step = [&](V(&t)[MR][NV], std::size_t p, auto full) {
       const float* bp = b + p * ldb;
       V bv[NV];
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) {
-        bv[j] = full ? V::load_unaligned(bp + j * L)
-                     : load_partial<A>(bp + static_cast<std::size_t>(j) * L, width[j], 0.0f);
+        if constexpr (decltype(full)::value) {
+          bv[j] = V::load_unaligned(bp + j * L);
+        } else {
+          bv[j] = load_partial<A>(bp + static_cast<std::size_t>(j) * L, width[j], 0.0f);
+        }
       }
       rank1_update<A, MR, NV>(t, bv, [&rows, p](int i) { return rows[i][p]; });
     };
-    const std::size_t k_main = k / KS * KS;
+    const auto k_loop = [&](auto full) {
+      const std::size_t k_main = k / KS * KS;
+      for (std::size_t p = 0; p < k_main; p += KS) {
+#pragma GCC unroll 4
+        for (int s = 0; s < KS; ++s)
+          step(acc[s], p + s, full);
+      }
+      for (std::size_t p = k_main; p < k; ++p)
+        step(acc[0], p, full);
+    };
     if (n == NR) {
-      for (std::size_t p = 0; p < k_main; p += KS) {
-#pragma GCC unroll 4
-        for (int s = 0; s < KS; ++s)
-          step(acc[s], p + s, true);
-      }
-      for (std::size_t p = k_main; p < k; ++p)
-        step(acc[0], p, true);
+      k_loop(std::true_type{});
     } else {
-      for (std::size_t p = 0; p < k_main; p += KS) {
-#pragma GCC unroll 4
-        for (int s = 0; s < KS; ++s)
-          step(acc[s], p + s, false);
-      }
-      for (std::size_t p = k_main; p < k; ++p)
-        step(acc[0], p, false);
+      k_loop(std::false_type{});
     }
 #pragma GCC unroll 4
     for (int s = 1; s < KS; ++s) {
