@@ -80,58 +80,75 @@ void pv_kernel<MR, NV, LDA>::operator()(A, std::size_t k, const float* p, const 
   }
 }
 
+// The rows run in groups of L: the row maxima of a group first (independent reductions), then its
+// new maxima and correction factors alpha as one vector (one exp for L rows), then the
+// exponentials and their row sums, then l as one vector. Per row, only the exponentials remain
+// on a dependency chain; a row at a time, each row's max -> exp -> sum chain ran in series.
 template <class A>
 void online_softmax_kernel::operator()(A, float* s, std::size_t ld, std::size_t rows,
                                        std::size_t cols, float* m, float* l, float* alpha) const {
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
-  for (std::size_t i = 0; i < rows; ++i) {
-    float* row = s + i * ld;
-    V vm(-INFINITY);
-    std::size_t j = 0;
-    for (; j + L <= cols; j += L)
-      vm = xsimd::max(vm, V::load_unaligned(row + j));
-    if (j < cols) vm = xsimd::max(vm, load_partial<A>(row + j, cols - j, -INFINITY));
-    const float row_max = reduce_max<A>(vm);
-    const float m_new = row_max > m[i] ? row_max : m[i];
-    if (m_new == -INFINITY) {
-      bool nan = false;
-      for (std::size_t t = 0; t < cols; ++t) {
-        nan = nan || row[t] != row[t];  // not std::isnan: no shared inline code in ISA objects
-        row[t] = 0.0f;
+  alignas(64) float row_max[L], m_new[L], row_sum[L];
+  for (std::size_t i0 = 0; i0 < rows; i0 += L) {
+    const std::size_t g = rows - i0 < L ? rows - i0 : L;
+    for (std::size_t r = 0; r < g; ++r) {
+      const float* row = s + (i0 + r) * ld;
+      V vm(-INFINITY);
+      std::size_t j = 0;
+      for (; j + L <= cols; j += L)
+        vm = xsimd::max(vm, V::load_unaligned(row + j));
+      if (j < cols) vm = xsimd::max(vm, load_partial<A>(row + j, cols - j, -INFINITY));
+      row_max[r] = reduce_max<A>(vm);
+    }
+    // A NaN row max compares false and keeps the old max; the NaN reaches l through the sum.
+    const V mo = load_n<A>(m + i0, g, -INFINITY), rm = load_n<A>(row_max, g, -INFINITY);
+    const V mn = xsimd::select(rm > mo, rm, mo);
+    const V inf(INFINITY);
+    const V a = xsimd::select(
+        mn == -inf, V(1.0f),
+        xsimd::select(mo == -inf, V(0.0f), expf_impl::exp_nonpositive_flush<A>(mo - mn)));
+    mn.store_aligned(m_new);
+    for (std::size_t r = 0; r < g; ++r) {
+      float* row = s + (i0 + r) * ld;
+      if (m_new[r] == -INFINITY) {  // nothing attended yet: zeros, and NaN in l if the row held one
+        bool nan = false;
+        for (std::size_t t = 0; t < cols; ++t) {
+          nan = nan || row[t] != row[t];  // not std::isnan: no shared inline code in ISA objects
+          row[t] = 0.0f;
+        }
+        row_sum[r] = nan ? NAN : 0.0f;
+        continue;
       }
-      alpha[i] = 1.0f;
-      if (nan) l[i] = NAN;
-      continue;
+      const V vmax(m_new[r]);
+      V sum0(0.0f), sum1(0.0f);
+      std::size_t j = 0;
+      for (; j + 2 * L <= cols; j += 2 * L) {
+        const V e0 = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(row + j) - vmax);
+        const V e1 = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(row + j + L) - vmax);
+        e0.store_unaligned(row + j);
+        e1.store_unaligned(row + j + L);
+        sum0 += e0;
+        sum1 += e1;
+      }
+      for (; j + L <= cols; j += L) {
+        const V e = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(row + j) - vmax);
+        e.store_unaligned(row + j);
+        sum0 += e;
+      }
+      if (j < cols) {
+        // Pad with m' (e^0 = 1, no careful path for padding) and drop the padding from the sum.
+        const std::size_t n = cols - j;
+        V e = expf_impl::exp_nonpositive_flush<A>(load_partial<A>(row + j, n, m_new[r]) - vmax);
+        store_partial<A>(row + j, n, e);
+        sum1 += xsimd::select(lane_index<A>() < V(static_cast<float>(n)), e, V(0.0f));
+      }
+      row_sum[r] = reduce_add<A>(sum0 + sum1);
     }
-    const float a =
-        m[i] == -INFINITY ? 0.0f : expf_impl::exp_nonpositive_flush<A>(V(m[i] - m_new)).get(0);
-    const V vmax(m_new);
-    V sum0(0.0f), sum1(0.0f);
-    j = 0;
-    for (; j + 2 * L <= cols; j += 2 * L) {
-      const V e0 = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(row + j) - vmax);
-      const V e1 = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(row + j + L) - vmax);
-      e0.store_unaligned(row + j);
-      e1.store_unaligned(row + j + L);
-      sum0 += e0;
-      sum1 += e1;
-    }
-    for (; j + L <= cols; j += L) {
-      const V e = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(row + j) - vmax);
-      e.store_unaligned(row + j);
-      sum0 += e;
-    }
-    if (j < cols) {
-      // Pad with m' (e^0 = 1, no careful path for padding) and drop the padding from the sum.
-      const std::size_t n = cols - j;
-      V e = expf_impl::exp_nonpositive_flush<A>(load_partial<A>(row + j, n, m_new) - vmax);
-      store_partial<A>(row + j, n, e);
-      sum1 += xsimd::select(lane_index<A>() < V(static_cast<float>(n)), e, V(0.0f));
-    }
-    alpha[i] = a;
-    l[i] = a * l[i] + reduce_add<A>(sum0 + sum1);
-    m[i] = m_new;
+    const V lo = load_n<A>(l + i0, g, 0.0f);
+    store_n<A>(alpha + i0, g, a);
+    store_n<A>(l + i0, g, fmadd<A>(a, lo, load_n<A>(row_sum, g, 0.0f)));
+    store_n<A>(m + i0, g, mn);
   }
 }
 

@@ -163,6 +163,19 @@ inline void store_partial(float* p, std::size_t n, vfloat<A> v) {
     p[i] = buf[i];
 #endif
 }
+// The same for n <= lanes: a full vector when n == lanes.
+template <class A>
+inline vfloat<A> load_n(const float* p, std::size_t n, float fill) {
+  return n == lanes<A> ? vfloat<A>::load_unaligned(p) : load_partial<A>(p, n, fill);
+}
+template <class A>
+inline void store_n(float* p, std::size_t n, vfloat<A> v) {
+  if (n == lanes<A>) {
+    v.store_unaligned(p);
+  } else {
+    store_partial<A>(p, n, v);
+  }
+}
 
 }  // namespace ATTN_ISA_NS
 }  // namespace attn::detail
