@@ -92,11 +92,22 @@ template <class A>
 inline vfloat<A> exp_nonpositive_flush(vfloat<A> x) {
   using V = vfloat<A>;
   constexpr float kCutoff = -87.33654f;  // ln(2^-126)
+#if defined(__AVX512F__)
+  // The same values in 3 fewer instructions (on a core that issues two 512-bit operations per
+  // cycle, the exp is bound by their count): no clamp, since lanes below the cutoff (-inf too,
+  // whose r is NaN) are zeroed by the mask, and p * 2^n in one scalef. NaN lanes pass the mask
+  // (unordered compare) and stay NaN.
+  vfloat<A> t;
+  const V p = reduce_and_poly<A>(x, &t);
+  const V n = t - V(c::kMagicBias);
+  return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(x, V(kCutoff), _CMP_NLT_UQ), p, n);
+#else
   // max(cutoff, x): x when x is NaN (the second operand wins), so NaN flows through.
   vfloat<A> t;
   const V p = reduce_and_poly<A>(xsimd::max(V(kCutoff), x), &t);
   const V e = p * xsimd::bitwise_cast<V>(xsimd::bitwise_cast<vint<A>>(t) << 23);
   return xsimd::select(x < V(kCutoff), V(0.0f), e);
+#endif
 }
 
 template <class A>
