@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 // xsimd's functions are inline, keyed on the arch type, and several ISAs share some of them
 // (simd_register<int, sse2>'s members are inherited by the AVX2 batches, simd_register<double,
@@ -163,6 +164,66 @@ inline void store_partial(float* p, std::size_t n, vfloat<A> v) {
     p[i] = buf[i];
 #endif
 }
+// Pairs of k steps in one vector (the narrow GEMM kernel), per 128-bit block j of 4 lanes:
+//   zip_lo(x, y) = x[4j], y[4j], x[4j+1], y[4j+1];  zip_hi(x, y) = x[4j+2], y[4j+2], x[4j+3],
+//   y[4j+3] broadcast_pair(p) = p[0], p[1], p[0], p[1], ... add_pairs(lo, hi) = lo[4j] + lo[4j+1],
+//   lo[4j+2] + lo[4j+3], hi[4j] + hi[4j+1], hi[4j+2] + hi[4j+3]
+// so add_pairs(a * zip_lo(x, y), a * zip_hi(x, y)) with a = broadcast_pair(p) is
+// p[0] * x + p[1] * y, lane for lane.
+template <class A>
+inline vfloat<A> zip_lo(vfloat<A> x, vfloat<A> y) {
+#if defined(__AVX512F__)
+  return _mm512_unpacklo_ps(x, y);
+#elif defined(__AVX2__)
+  return _mm256_unpacklo_ps(x, y);
+#elif defined(__aarch64__)
+  return vzip1q_f32(x, y);
+#else
+  return _mm_unpacklo_ps(x, y);
+#endif
+}
+template <class A>
+inline vfloat<A> zip_hi(vfloat<A> x, vfloat<A> y) {
+#if defined(__AVX512F__)
+  return _mm512_unpackhi_ps(x, y);
+#elif defined(__AVX2__)
+  return _mm256_unpackhi_ps(x, y);
+#elif defined(__aarch64__)
+  return vzip2q_f32(x, y);
+#else
+  return _mm_unpackhi_ps(x, y);
+#endif
+}
+template <class A>
+inline vfloat<A> broadcast_pair(const float* p) {
+  double d;  // 8 bytes of two floats, without an aliasing cast
+  std::memcpy(&d, p, sizeof d);
+#if defined(__AVX512F__)
+  return _mm512_castpd_ps(_mm512_set1_pd(d));
+#elif defined(__AVX2__)
+  return _mm256_castpd_ps(_mm256_set1_pd(d));
+#elif defined(__aarch64__)
+  return vreinterpretq_f32_f64(vdupq_n_f64(d));
+#else
+  return _mm_castpd_ps(_mm_set1_pd(d));
+#endif
+}
+template <class A>
+inline vfloat<A> add_pairs(vfloat<A> lo, vfloat<A> hi) {
+#if defined(__AVX512F__)
+  return _mm512_add_ps(_mm512_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
+#elif defined(__AVX2__)
+  return _mm256_add_ps(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
+#elif defined(__aarch64__)
+  return vaddq_f32(vuzp1q_f32(lo, hi), vuzp2q_f32(lo, hi));
+#else
+  return _mm_add_ps(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)),
+                    _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
+#endif
+}
+
 // The same for n <= lanes: a full vector when n == lanes.
 template <class A>
 inline vfloat<A> load_n(const float* p, std::size_t n, float fill) {
