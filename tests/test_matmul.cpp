@@ -126,11 +126,12 @@ TEST_CASE("matmul alpha, beta, strides, deep k and tile multiples", "[matmul]") 
 }
 
 TEST_CASE("matmul at every ISA's tile and block sizes plus and minus one", "[matmul]") {
-  // MR: 4 (scalar), 6 (sse2, avx2), 8 (neon, avx512 no-packing), 14 (avx512); NR: 4, 8, 12,
-  // 16, 32; KC: 256, 512.
+  // MR: 4 (scalar), 6 (sse2, avx2, avx512), 8 (neon, avx512 no-packing), 14 (avx512 attention);
+  // NR: 4, 8, 12, 16, 32 (avx512 no-packing and attention), 64 (avx512); MC: 120-224; KC: 256,
+  // 512. A^T and B^T (every 5 and 10 cases) take the packed path at these sizes.
   attn_test::Rng rng(13);
-  const std::size_t ms[] = {5, 7, 9, 13, 15, 27, 29};
-  const std::size_t ns[] = {11, 13, 17, 31, 33, 65};
+  const std::size_t ms[] = {5, 7, 9, 13, 15, 27, 29, 217};
+  const std::size_t ns[] = {11, 13, 17, 31, 33, 63, 65, 129};
   const std::size_t ks[] = {1, 255, 257, 511, 513};
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx = attn_test::make_context(isa);

@@ -73,8 +73,8 @@ struct Plan {
 Plan make_plan(const Kernels& kern, const AttentionCall& call) {
   const AttentionDims& d = call.dims;
   Plan p{};
-  p.mr = kern.gemm_mr;
-  p.nr = kern.gemm_nr;
+  p.mr = kern.attention_mr;
+  p.nr = kern.attention_nr;
   p.bq = kern.attention_tiling.bq;
   p.bk = kern.attention_tiling.bk;
   p.dk = d.dim_k;
@@ -293,8 +293,8 @@ class Task {
     for (std::size_t ib = 0; ib < n; ib += mr, dst += mr * dk) {
       const std::size_t rows = std::min(mr, n - ib), i = ib % rows_;
       if (ldq > 0 && i + rows <= rows_) {  // consecutive rows of one head
-        kern_.gemm_pack_a(row_ptr(call_.q, ti_.b, h0_ + slot_head(pass, ib), q0_ + i),
-                          static_cast<std::size_t>(ldq), rows, dk, dst);
+        kern_.attention_pack_q(row_ptr(call_.q, ti_.b, h0_ + slot_head(pass, ib), q0_ + i),
+                               static_cast<std::size_t>(ldq), rows, dk, dst);
         continue;
       }
       for (std::size_t r = 0; r < mr; ++r) {  // rows of two heads, or a zero or negative stride
@@ -339,8 +339,8 @@ class Task {
     const std::size_t panels = div_up(cols, nr);
     for (std::size_t ib = 0; ib < n; ib += mr) {
       for (std::size_t jp = 0; jp < panels; ++jp) {
-        kern_.gemm_ukernel(dk, q + ib * dk, k_tile + jp * nr * dk, w_.s + ib * p_.bk + jp * nr,
-                           p_.bk, d_.scale, 0.0f, std::min(mr, n - ib), nr, nullptr);
+        kern_.attention_scores(dk, q + ib * dk, k_tile + jp * nr * dk, w_.s + ib * p_.bk + jp * nr,
+                               p_.bk, d_.scale, 0.0f, std::min(mr, n - ib), nr, nullptr);
       }
     }
   }

@@ -26,14 +26,14 @@ using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, floa
                              std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
                              const float* bias);
 
-// The small-matrix micro-kernel (no packing): C[m x n] (m <= gemm_direct_mr, n <= gemm_nr)
+// The small-matrix micro-kernel (no packing): C[m x n] (m <= gemm_direct_mr, n <= gemm_direct_nr)
 // = alpha * A B + beta * C with A row-major (row stride lda) and B row-major (row stride ldb).
 using GemmDirectKernel = void (*)(std::size_t k, const float* a, std::size_t lda, const float* b,
                                   std::size_t ldb, float* c, std::size_t ldc, float alpha,
                                   float beta, std::size_t m, std::size_t n, const float* bias);
 
-// Tile sizes of the fused attention: bq query rows (a multiple of gemm_mr) against bk keys (a
-// multiple of gemm_nr); the derivation is beside each ISA's table.
+// Tile sizes of the fused attention: bq query rows (a multiple of attention_mr) against bk keys
+// (a multiple of attention_nr); the derivation is beside each ISA's table.
 struct AttentionTiling {
   std::size_t bq = 0;
   std::size_t bk = 0;
@@ -106,7 +106,10 @@ struct Kernels {
   // width, k, dst).
   PackKtKernel gemm_pack_b_rows;
   PackKtKernel gemm_pack_a_cols;
+  // Packs k columns of up to NR rows (B^T: k contiguous per row) into an NR-wide panel.
+  PackKtKernel gemm_pack_b_cols;
   std::size_t gemm_direct_mr;
+  std::size_t gemm_direct_nr;
   GemmDirectKernel gemm_direct;
   // The same, one vector wide (n <= gemm_direct_narrow_nr): for narrow matrices and last panels.
   std::size_t gemm_direct_narrow_nr;
@@ -115,6 +118,14 @@ struct Kernels {
   void (*transpose)(const float* src, std::size_t lds, std::size_t rows, std::size_t cols,
                     float* dst, std::size_t ldd);
 
+  // The fused attention's register tile, which may differ from the GEMM's (the GEMM's widest
+  // tile would pad a head dimension of 80 to 128): S = scale * Q K^T by attention_scores (a
+  // GemmUkernel) on Q packed by attention_pack_q into MR-row panels and K^T by attention_pack_kt
+  // into NR-wide panels; P * V by attention_pv on NR-wide V panels.
+  std::size_t attention_mr;
+  std::size_t attention_nr;
+  GemmUkernel attention_scores;
+  PackKtKernel attention_pack_q;
   AttentionTiling attention_tiling;
   PvUkernel attention_pv;
   SoftmaxTileKernel attention_softmax;

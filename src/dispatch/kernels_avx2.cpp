@@ -9,6 +9,9 @@
 #define ATTN_KERNELS_ISA Isa::avx2
 #define ATTN_GEMM_KERNEL gemm_kernel_6x16
 #define ATTN_GEMM_PACK_A gemm_pack_a_6
+#define ATTN_GEMM_PACK_A_COLS gemm_pack_a_cols_6
+#define ATTN_GEMM_PACK_B_ROWS gemm_pack_b_rows_16
+#define ATTN_GEMM_PACK_B_COLS gemm_pack_b_cols_16
 #define ATTN_GEMM_DIRECT_MR 6
 #define ATTN_GEMM_LANES 8
 #define ATTN_GEMM_MR 6

@@ -1,28 +1,39 @@
 // The Isa::avx512 kernel table (AVX-512 F/DQ/BW/VL).
 //
-// GEMM blocking for the 14 x 32 kernel (32 ZMM registers: 28 accumulators, 2 B vectors, 1
-// broadcast): per k step the kernel reads 128 bytes of B for 28 FMAs (14 cycles at 2 FMAs per
-// cycle), so a KC x NR sliver of B, 512 x 32 floats = 64 KiB, may stream from L2 (Zen 4/5 L2
-// sustains 32-64 B/cycle) while the MR x KC sliver of A, 28 KiB, stays in a 48 KiB L1; an MC x KC
-// block of A, 224 x 512 floats = 448 KiB, fits a 1 MiB L2 beside the B sliver; a KC x NC panel
-// of B, 512 x 4096 floats = 8 MiB, in a shared L3. KC = 512 halves the passes over C against
-// KC = 256 (measured on Zen 5, with the kernel prefetching C: 2048^3 78 -> 76 ms, oneDNN 72-74;
-// KC 384 and 768 and MC 112 and 336 were no better).
+// GEMM blocking for the 6 x 64 packed kernel (32 ZMM registers: 24 accumulators, 4 B vectors, 1
+// broadcast): per k step it reads 256 bytes of B and 24 of A for 24 FMAs (12 cycles at 2 FMAs
+// per cycle), so a KC x NR sliver of B, 512 x 64 floats = 128 KiB, streams from L2 (Zen 4/5 L2
+// sustains 32-64 B/cycle) while the MR x KC sliver of A, 12 KiB, stays in a 48 KiB L1; an MC x KC
+// block of A, 216 x 512 floats = 432 KiB, fits a 1 MiB L2 beside the B sliver; a KC x NC panel
+// of B, 512 x 4096 floats = 8 MiB, in a shared L3. Measured on Zen 5 (interleaved runs, medians
+// of 6, time relative to the former 14 x 32 tile at MC 224, KC 512): 6 x 64 at 216/512 0.93-0.95
+// (2048^3) and 0.98 (1024^3); at MC 120 0.94/0.98, MC 288 0.97/0.98, KC 384 0.97/0.99; 8 x 48
+// 0.95/1.00-1.01; 12 x 32 0.99/0.99; 14 x 32 at KC 256 1.07/1.04.
 #define ATTN_KERNELS_NAME kAvx512Kernels
 #define ATTN_KERNELS_ISA Isa::avx512
-#define ATTN_GEMM_KERNEL gemm_kernel_14x32
-#define ATTN_GEMM_PACK_A gemm_pack_a_14
-#define ATTN_GEMM_DIRECT_MR 8
+#define ATTN_GEMM_KERNEL gemm_kernel_6x64
+#define ATTN_GEMM_PACK_A gemm_pack_a_6
+#define ATTN_GEMM_PACK_A_COLS gemm_pack_a_cols_6
+#define ATTN_GEMM_PACK_B_ROWS gemm_pack_b_rows_64
+#define ATTN_GEMM_PACK_B_COLS gemm_pack_b_cols_64
 #define ATTN_GEMM_LANES 16
-#define ATTN_GEMM_MR 14
-#define ATTN_GEMM_NR 32
+#define ATTN_GEMM_MR 6
+#define ATTN_GEMM_NR 64
 #define ATTN_GEMM_BLOCKING \
   GemmBlocking {           \
-    224, 512, 4096         \
+    216, 512, 4096         \
   }
-// Fused attention: 56 query rows (4 x MR) against 128 keys: the 56 x 128 score tile (28 KiB)
-// stays in a 48 KiB L1 while it is turned into probabilities; the packed K and V tiles
-// (128 x 64 floats, 32 KiB each at d = 64) and the 56 x Dv output accumulator sit in L2.
+// The no-packing kernels are 8 x 32 (16 accumulators; B at most half of L2, read in place).
+#define ATTN_GEMM_DIRECT_MR 8
+#define ATTN_GEMM_DIRECT_NR 32
+// Fused attention: the 14 x 32 tile (a head dimension of 64 is 2 panels; NR = 64 would pad 80
+// to 128). 56 query rows (4 x MR) against 128 keys: the 56 x 128 score tile (28 KiB) stays in a
+// 48 KiB L1 while it is turned into probabilities; the packed K and V tiles (128 x 64 floats,
+// 32 KiB each at d = 64) and the 56 x Dv output accumulator sit in L2.
+#define ATTN_ATTENTION_MR 14
+#define ATTN_ATTENTION_NR 32
+#define ATTN_ATTENTION_SCORES gemm_kernel_14x32
+#define ATTN_ATTENTION_PACK_Q gemm_pack_a_14
 #define ATTN_ATTENTION_TILING \
   AttentionTiling {           \
     56, 128                   \

@@ -8,6 +8,9 @@
 #define ATTN_KERNELS_ISA Isa::neon
 #define ATTN_GEMM_KERNEL gemm_kernel_8x12
 #define ATTN_GEMM_PACK_A gemm_pack_a_8
+#define ATTN_GEMM_PACK_A_COLS gemm_pack_a_cols_8
+#define ATTN_GEMM_PACK_B_ROWS gemm_pack_b_rows_12
+#define ATTN_GEMM_PACK_B_COLS gemm_pack_b_cols_12
 #define ATTN_GEMM_DIRECT_MR 8
 #define ATTN_GEMM_LANES 4
 #define ATTN_GEMM_MR 8

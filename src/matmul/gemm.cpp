@@ -77,7 +77,7 @@ void pack_b(const Kernels& kern, const Plan& plan, const GemmOperand& b, std::si
     if (b.cs == 1) {  // row-major B: NR contiguous values per k
       kern.gemm_pack_b_rows(src, b.rs, cols, kc, dst);
     } else if (b.rs == 1) {  // B^T: a transpose into the panel
-      kern.attention_pack_kt(src, b.cs, cols, kc, dst);
+      kern.gemm_pack_b_cols(src, b.cs, cols, kc, dst);
     } else {
       for (std::size_t p = 0; p < kc; ++p) {
         for (std::size_t j = 0; j < nr; ++j) {
@@ -116,7 +116,7 @@ bool direct_transposes_b(const GemmOperand& b) {
 void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                  const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
                  const float* bias) {
-  const std::size_t mr = kern.gemm_direct_mr, nr = kern.gemm_nr;
+  const std::size_t mr = kern.gemm_direct_mr, nr = kern.gemm_direct_nr;
   const std::size_t blocks = (s.m + mr - 1) / mr;
   run_parallel(threads, [&](int t, int nt) {
     std::size_t begin, end;

@@ -1,6 +1,7 @@
-// The 14 x 32 GEMM micro-kernel for Isa::avx512 (2 vectors wide) with 4- and 8-row tiles for
-// edge tiles (4 rows: 8 accumulators, still enough to cover a 4-cycle FMA latency on 2 pipes),
-// the 8 x 32 no-packing kernel, and the GEMM driver's packing helpers.
+// The 14 x 32 micro-kernel for Isa::avx512 (2 vectors wide; the fused attention's scores tile)
+// with 4- and 8-row tiles for edge tiles (4 rows: 8 accumulators, still enough to cover a 4-cycle
+// FMA latency on 2 pipes), its packing routines, the 8 x 32 no-packing kernels and the
+// transpose. The packed GEMM uses the 6 x 64 tile (gemm_kernel_6x64_avx512.cpp).
 #define ATTN_GEMM_MR 14
 #define ATTN_GEMM_NV 2
 #define ATTN_GEMM_MR_SMALL 4
@@ -9,4 +10,7 @@
 #define ATTN_GEMM_DIRECT_MR_SMALL 6
 #define ATTN_GEMM_KERNEL gemm_kernel_14x32
 #define ATTN_GEMM_PACK_A gemm_pack_a_14
+#define ATTN_GEMM_PACK_A_COLS gemm_pack_a_cols_14
+#define ATTN_GEMM_PACK_B_ROWS gemm_pack_b_rows_32
+#define ATTN_GEMM_PACK_B_COLS gemm_pack_b_cols_32
 #include "matmul/gemm_kernels_isa.inc"

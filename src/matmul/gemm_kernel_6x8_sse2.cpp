@@ -9,4 +9,7 @@
 #define ATTN_GEMM_DIRECT_MR_SMALL 3
 #define ATTN_GEMM_KERNEL gemm_kernel_6x8
 #define ATTN_GEMM_PACK_A gemm_pack_a_6
+#define ATTN_GEMM_PACK_A_COLS gemm_pack_a_cols_6
+#define ATTN_GEMM_PACK_B_ROWS gemm_pack_b_rows_8
+#define ATTN_GEMM_PACK_B_COLS gemm_pack_b_cols_8
 #include "matmul/gemm_kernels_isa.inc"

@@ -1,34 +1,51 @@
-// The GEMM kernels each SIMD ISA provides (defined in matmul/gemm_kernel_<tile>_<isa>.cpp).
+// The GEMM kernels each SIMD ISA provides (defined in matmul/gemm_kernel_<tile>_<isa>.cpp; see
+// matmul/gemm_kernels_isa.inc).
 #pragma once
 
 #include <cstddef>
 
 namespace attn::detail {
 
-#define ATTN_DECLARE_GEMM_KERNEL(isa, name, pack_a)                                                \
+// A packed tile: its micro-kernel and packing routines.
+#define ATTN_DECLARE_GEMM_TILE(isa, name, pack_a, pack_a_cols, pack_b_rows, pack_b_cols)           \
   namespace isa {                                                                                  \
   void name(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc, float alpha, \
             float beta, std::size_t m, std::size_t n, const float* bias);                          \
-  void gemm_direct(std::size_t k, const float* a, std::size_t lda, const float* b,                 \
-                   std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,            \
-                   std::size_t m, std::size_t n, const float* bias);                               \
-  void gemm_direct_narrow(std::size_t k, const float* a, std::size_t lda, const float* b,          \
-                          std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,     \
-                          std::size_t m, std::size_t n, const float* bias);                        \
   void pack_a(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst);       \
-  void gemm_pack_b_rows(const float* b, std::size_t ldb, std::size_t width, std::size_t k,         \
-                        float* dst);                                                               \
-  void gemm_pack_a_cols(const float* a, std::size_t lda, std::size_t width, std::size_t k,         \
-                        float* dst);                                                               \
-  void transpose(const float* src, std::size_t lds, std::size_t rows, std::size_t cols,            \
-                 float* dst, std::size_t ldd);                                                     \
+  void pack_a_cols(const float* a, std::size_t lda, std::size_t width, std::size_t k, float* dst); \
+  void pack_b_rows(const float* b, std::size_t ldb, std::size_t width, std::size_t k, float* dst); \
+  void pack_b_cols(const float* b, std::size_t ldb, std::size_t width, std::size_t k, float* dst); \
   }
 
-ATTN_DECLARE_GEMM_KERNEL(sse2, gemm_kernel_6x8, gemm_pack_a_6)
-ATTN_DECLARE_GEMM_KERNEL(avx2, gemm_kernel_6x16, gemm_pack_a_6)
-ATTN_DECLARE_GEMM_KERNEL(avx512, gemm_kernel_14x32, gemm_pack_a_14)
-ATTN_DECLARE_GEMM_KERNEL(neon, gemm_kernel_8x12, gemm_pack_a_8)
+// The no-packing kernels and the transpose.
+#define ATTN_DECLARE_GEMM_DIRECT(isa)                                                          \
+  namespace isa {                                                                              \
+  void gemm_direct(std::size_t k, const float* a, std::size_t lda, const float* b,             \
+                   std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,        \
+                   std::size_t m, std::size_t n, const float* bias);                           \
+  void gemm_direct_narrow(std::size_t k, const float* a, std::size_t lda, const float* b,      \
+                          std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta, \
+                          std::size_t m, std::size_t n, const float* bias);                    \
+  void transpose(const float* src, std::size_t lds, std::size_t rows, std::size_t cols,        \
+                 float* dst, std::size_t ldd);                                                 \
+  }
 
-#undef ATTN_DECLARE_GEMM_KERNEL
+ATTN_DECLARE_GEMM_TILE(sse2, gemm_kernel_6x8, gemm_pack_a_6, gemm_pack_a_cols_6, gemm_pack_b_rows_8,
+                       gemm_pack_b_cols_8)
+ATTN_DECLARE_GEMM_DIRECT(sse2)
+ATTN_DECLARE_GEMM_TILE(avx2, gemm_kernel_6x16, gemm_pack_a_6, gemm_pack_a_cols_6,
+                       gemm_pack_b_rows_16, gemm_pack_b_cols_16)
+ATTN_DECLARE_GEMM_DIRECT(avx2)
+ATTN_DECLARE_GEMM_TILE(avx512, gemm_kernel_6x64, gemm_pack_a_6, gemm_pack_a_cols_6,
+                       gemm_pack_b_rows_64, gemm_pack_b_cols_64)
+ATTN_DECLARE_GEMM_TILE(avx512, gemm_kernel_14x32, gemm_pack_a_14, gemm_pack_a_cols_14,
+                       gemm_pack_b_rows_32, gemm_pack_b_cols_32)
+ATTN_DECLARE_GEMM_DIRECT(avx512)
+ATTN_DECLARE_GEMM_TILE(neon, gemm_kernel_8x12, gemm_pack_a_8, gemm_pack_a_cols_8,
+                       gemm_pack_b_rows_12, gemm_pack_b_cols_12)
+ATTN_DECLARE_GEMM_DIRECT(neon)
+
+#undef ATTN_DECLARE_GEMM_TILE
+#undef ATTN_DECLARE_GEMM_DIRECT
 
 }  // namespace attn::detail
