@@ -698,6 +698,23 @@ TEST_CASE("matmul and self_attention: NaN and inf as IEEE says", "[hostile][ieee
       CHECK((i / 5 == 1 ? std::isnan(c[i]) : c[i] == 0.0f));
       CHECK(std::isnan(c[i]) == std::isnan(want[i]));
     }
+    // An infinity in any k step, including the last of an odd k (the narrow no-packing kernel
+    // takes k steps in pairs, the last one against a zero row), gives inf, never NaN.
+    for (std::size_t k : {1, 3, 5, 17}) {
+      for (std::size_t n : {3, 16, 33}) {
+        for (std::size_t at : {std::size_t{0}, k - 1}) {
+          INFO("k " << k << " n " << n << " inf at " << at);
+          std::vector<float> ak(3 * k, 1.0f), bk(k * n, 1.0f), ck(3 * n, kSentinel);
+          ak[1 * k + at] = inf_f();
+          REQUIRE(attn::matmul(ctx, attn::make_matrix<const float>(ak.data(), 3, k), Transpose::no,
+                               attn::make_matrix<const float>(bk.data(), k, n), Transpose::no,
+                               attn::make_matrix(ck.data(), 3, n))
+                      .ok());
+          for (std::size_t i = 0; i < 3 * n; ++i)
+            CHECK(ck[i] == (i / n == 1 ? inf_f() : static_cast<float>(k)));
+        }
+      }
+    }
     // beta == NaN reads c: every entry NaN.
     REQUIRE(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no,
                          attn::make_matrix(c.data(), 3, 5), 1.0f, nan_f())

@@ -2,14 +2,15 @@
 // matrix is never materialised (ref: Milakov & Gimelshein 2018, "Online normalizer calculation
 // for softmax"; Dao et al. 2022, "FlashAttention"). fp32 throughout.
 //
-// K of each (batch, KV head) is packed once, transposed into the GEMM's panel layout, and shared
+// K of each (batch, KV head) is packed once, transposed into NR-wide panels (the attention's
+// register tile, Kernels::attention_mr x attention_nr: 14 x 32 on AVX-512), and shared
 // by every task that reads it (V is read in place when its rows hold whole panels, else packed
 // too); packing runs in parallel, a batch of (batch, KV head) groups at a time within a memory
 // budget. A task is (batch, KV head, chunk of the query heads sharing it, query tile[, key
 // chunk]); it reuses each K and V tile for every query row of its tile and every query head of
 // its chunk (grouped-query attention). Per pass (one head's rows, or several heads' stacked when
 // the tile has few rows; see Task) and key tile:
-//   S = scale * Q K^T               (the GEMM micro-kernel, Q and K packed; or dot products)
+//   S = scale * Q K^T               (a GEMM micro-kernel, Q and K packed; or dot products)
 //   mask S on the tile (only tiles the structural mask cuts; skipped tiles are never read)
 //   online softmax: S <- e^(S - m), alpha = e^(m_old - m), l <- alpha l + sum S
 //   O <- P V + alpha O              (the P*V micro-kernel rescales O as it loads it)

@@ -172,10 +172,7 @@ namespace ATTN_ISA_NS {
 // no packing. A is row-major (row i of the tile at a + i * lda, m <= MR rows), B is row-major
 // (row p at b + p * ldb, n <= NR columns, masked loads past n). Contract otherwise as
 // GemmUkernel. Worth it when packing would cost more than the reuse it buys (small m, n, k).
-// KS > 1 keeps KS sets of accumulators for alternate k steps, summed at the end: a narrow tile
-// has too few accumulators to cover the FMA latency otherwise (the seed's 6 x 16 x 64 is a chain
-// of 64 dependent FMAs per accumulator).
-template <int MR, int NV, int KS = 1>
+template <int MR, int NV>
 struct gemm_direct_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* a, std::size_t lda, const float* b,
@@ -184,10 +181,8 @@ struct gemm_direct_kernel {
     using V = vfloat<A>;
     constexpr std::size_t L = lanes<A>;
     constexpr std::size_t NR = NV * L;
-    V acc[KS][MR][NV];
-#pragma GCC unroll 4
-    for (int s = 0; s < KS; ++s)
-      zero_tile<A, MR, NV>(acc[s]);
+    V acc[MR][NV];
+    zero_tile<A, MR, NV>(acc);
     const float* rows[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
@@ -202,7 +197,7 @@ struct gemm_direct_kernel {
       width[j] = c0 < n ? (n - c0 < L ? n - c0 : L) : 0;
     }
     // `full` is a std::bool_constant: whole-vector loads, or masked loads of an edge panel.
-    const auto step = [&](V(&t)[MR][NV], std::size_t p, auto full) {
+    const auto step = [&](std::size_t p, auto full) {
       const float* bp = b + p * ldb;
       V bv[NV];
 #pragma GCC unroll 4
@@ -213,39 +208,24 @@ struct gemm_direct_kernel {
           bv[j] = load_partial<A>(bp + static_cast<std::size_t>(j) * L, width[j], 0.0f);
         }
       }
-      rank1_update<A, MR, NV>(t, bv, [&rows, p](int i) { return rows[i][p]; });
+      rank1_update<A, MR, NV>(acc, bv, [&rows, p](int i) { return rows[i][p]; });
     };
     const auto k_loop = [&](auto full) {
-      const std::size_t k_main = k / KS * KS;
-      for (std::size_t p = 0; p < k_main; p += KS) {
-#pragma GCC unroll 4
-        for (int s = 0; s < KS; ++s)
-          step(acc[s], p + s, full);
-      }
-      for (std::size_t p = k_main; p < k; ++p)
-        step(acc[0], p, full);
+      for (std::size_t p = 0; p < k; ++p)
+        step(p, full);
     };
     if (n == NR) {
       k_loop(std::true_type{});
     } else {
       k_loop(std::false_type{});
     }
-#pragma GCC unroll 4
-    for (int s = 1; s < KS; ++s) {
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j)
-          acc[0][i][j] += acc[s][i][j];
-      }
-    }
-    store_tile<A, MR, NV>(acc[0], c, ldc, alpha, beta, m, n, bias);
+    store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n, bias);
   }
 };
 
 // GemmDirectKernel for up to MR rows: a tile of SMALL rows serves calls with at most that many
-// (as gemm_kernel_by_rows does for the packed kernel); KS as in gemm_direct_kernel.
-template <int MR, int NV, int SMALL, int KS>
+// (as gemm_kernel_by_rows does for the packed kernel).
+template <int MR, int NV, int SMALL>
 struct gemm_direct_by_rows {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, std::size_t lda, const float* b,
@@ -253,12 +233,11 @@ struct gemm_direct_by_rows {
                   std::size_t m, std::size_t n, const float* bias) const {
     if constexpr (SMALL < MR) {
       if (m <= SMALL) {
-        gemm_direct_kernel<SMALL, NV, KS>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n,
-                                            bias);
+        gemm_direct_kernel<SMALL, NV>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
         return;
       }
     }
-    gemm_direct_kernel<MR, NV, KS>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
+    gemm_direct_kernel<MR, NV>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
   }
 };
 
@@ -266,7 +245,8 @@ struct gemm_direct_by_rows {
 // one 8-byte broadcast, B rows p and p+1 are interleaved by zip_lo/zip_hi, and add_pairs sums the
 // two steps at the end. Against one broadcast per k step this halves the loads per FMA (a narrow
 // tile does one load per FMA otherwise, and load-bound: 6 x 16 x 64 ran at 75% of the FMA rate),
-// and the lo and hi accumulators of each row are two independent chains, as KS = 2 gives.
+// and the lo and hi accumulators of each row are two independent chains (the seed's 6 x 16 x 64
+// would otherwise be a chain of 64 dependent FMAs per accumulator).
 template <int MR>
 struct gemm_direct_pairs_kernel {
   template <class A>
@@ -306,12 +286,14 @@ struct gemm_direct_pairs_kernel {
           hi[i] = fmadd<A>(av, zh, hi[i]);
         }
       }
-      if (p < k) {  // an odd k: the last step against a zero B row (a[p + 1] is not read)
+      if (p < k) {  // an odd k: the pair (a[p], 0) against rows p and a zero row (0 * 0, never
+                    // a[p] * 0, which is NaN for an infinite a[p]; a[p + 1] is not read)
         const V r0 = load_b(p), zero(0.0f);
         const V zl = zip_lo<A>(r0, zero), zh = zip_hi<A>(r0, zero);
 #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) {
-          const V av(rows[i][p]);
+          const float pair[2] = {rows[i][p], 0.0f};
+          const V av = broadcast_pair<A>(pair);
           lo[i] = fmadd<A>(av, zl, lo[i]);
           hi[i] = fmadd<A>(av, zh, hi[i]);
         }

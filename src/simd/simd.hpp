@@ -165,9 +165,11 @@ inline void store_partial(float* p, std::size_t n, vfloat<A> v) {
 #endif
 }
 // Pairs of k steps in one vector (the narrow GEMM kernel), per 128-bit block j of 4 lanes:
-//   zip_lo(x, y) = x[4j], y[4j], x[4j+1], y[4j+1];  zip_hi(x, y) = x[4j+2], y[4j+2], x[4j+3],
-//   y[4j+3] broadcast_pair(p) = p[0], p[1], p[0], p[1], ... add_pairs(lo, hi) = lo[4j] + lo[4j+1],
-//   lo[4j+2] + lo[4j+3], hi[4j] + hi[4j+1], hi[4j+2] + hi[4j+3]
+//   zip_lo(x, y)      = x[4j], y[4j], x[4j+1], y[4j+1]
+//   zip_hi(x, y)      = x[4j+2], y[4j+2], x[4j+3], y[4j+3]
+//   broadcast_pair(p) = p[0], p[1], p[0], p[1], ...
+//   add_pairs(lo, hi) = lo[4j] + lo[4j+1], lo[4j+2] + lo[4j+3], hi[4j] + hi[4j+1],
+//                       hi[4j+2] + hi[4j+3]
 // so add_pairs(a * zip_lo(x, y), a * zip_hi(x, y)) with a = broadcast_pair(p) is
 // p[0] * x + p[1] * y, lane for lane.
 template <class A>
