@@ -8,9 +8,9 @@
 
 namespace attn::detail {
 
-// Cache blocking of the GEMM driver, in elements (see src/matmul/README or the table beside each
-// micro-kernel for the derivation): an MC x KC block of A stays in L2, a KC x NR sliver of B in
-// L1, a KC x NC panel of B in L3.
+// Cache blocking of the GEMM driver, in elements (the derivation is beside each ISA's table in
+// src/dispatch/kernels_<isa>.cpp): an MC x KC block of A stays in L2, a KC x NR sliver of B in L1
+// or L2, a KC x NC panel of B in L3.
 struct GemmBlocking {
   std::size_t mc = 0;
   std::size_t kc = 0;

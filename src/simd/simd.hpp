@@ -391,7 +391,9 @@ struct pack_t_kernel {
       const std::size_t rows = keys > g * L ? (keys - g * L < count ? keys - g * L : count) : 0;
       for (std::size_t d0 = 0; d0 < dk; d0 += L) {
         const std::size_t cols = dk - d0 < L ? dk - d0 : L;
-        transpose_block<A>(k + g * L * ldk + d0, ldk, rows, cols, dst + d0 * W + g * L, W, count);
+        // A group past the last key reads nothing: no pointer is formed past K's end.
+        const float* src = rows > 0 ? k + g * L * ldk + d0 : k;
+        transpose_block<A>(src, ldk, rows, cols, dst + d0 * W + g * L, W, count);
       }
     }
   }
