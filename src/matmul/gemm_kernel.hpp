@@ -168,6 +168,16 @@ struct gemm_kernel_by_rows {
 namespace attn::detail {
 namespace ATTN_ISA_NS {
 
+// The rows of a no-packing tile: rows past m repeat row 0 (valid memory; their results are
+// never stored).
+template <int MR>
+inline void direct_row_ptrs(const float* a, std::size_t lda, std::size_t m,
+                            const float* (&rows)[MR]) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+    rows[i] = a + (static_cast<std::size_t>(i) < m ? static_cast<std::size_t>(i) * lda : 0);
+}
+
 // The small-matrix micro-kernel: the same register tile, reading A and B where they are, with
 // no packing. A is row-major (row i of the tile at a + i * lda, m <= MR rows), B is row-major
 // (row p at b + p * ldb, n <= NR columns, masked loads past n). Contract otherwise as
@@ -184,11 +194,7 @@ struct gemm_direct_kernel {
     V acc[MR][NV];
     zero_tile<A, MR, NV>(acc);
     const float* rows[MR];
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      // Rows past m repeat row 0: valid memory, and their results are never stored.
-      rows[i] = a + (static_cast<std::size_t>(i) < m ? static_cast<std::size_t>(i) * lda : 0);
-    }
+    direct_row_ptrs<MR>(a, lda, m, rows);
     // The width of each vector, fixed for the whole k loop (an edge panel loads masked).
     std::size_t width[NV];
 #pragma GCC unroll 4
@@ -223,21 +229,30 @@ struct gemm_direct_kernel {
   }
 };
 
-// GemmDirectKernel for up to MR rows: a tile of SMALL rows serves calls with at most that many
-// (as gemm_kernel_by_rows does for the packed kernel).
+// Calls f(std::integral_constant<int, R>) with R = SMALL when m <= SMALL, else R = MR: a no-packing
+// kernel of up to MR rows serves small calls with a tile of SMALL rows (as gemm_kernel_by_rows
+// does for the packed kernel).
+template <int SMALL, int MR, class F>
+inline void with_direct_rows(std::size_t m, const F& f) {
+  if constexpr (SMALL < MR) {
+    if (m <= SMALL) {
+      f(std::integral_constant<int, SMALL>{});
+      return;
+    }
+  }
+  f(std::integral_constant<int, MR>{});
+}
+
 template <int MR, int NV, int SMALL>
 struct gemm_direct_by_rows {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, std::size_t lda, const float* b,
                   std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
                   std::size_t m, std::size_t n, const float* bias) const {
-    if constexpr (SMALL < MR) {
-      if (m <= SMALL) {
-        gemm_direct_kernel<SMALL, NV>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
-        return;
-      }
-    }
-    gemm_direct_kernel<MR, NV>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
+    with_direct_rows<SMALL, MR>(m, [&](auto rows) {
+      gemm_direct_kernel<decltype(rows)::value, NV>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta,
+                                                      m, n, bias);
+    });
   }
 };
 
@@ -260,11 +275,7 @@ struct gemm_direct_pairs_kernel {
     for (int i = 0; i < MR; ++i)
       lo[i] = hi[i] = V(0.0f);
     const float* rows[MR];
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      // Rows past m repeat row 0: valid memory, and their results are never stored.
-      rows[i] = a + (static_cast<std::size_t>(i) < m ? static_cast<std::size_t>(i) * lda : 0);
-    }
+    direct_row_ptrs<MR>(a, lda, m, rows);
     const std::size_t width = n < L ? n : L;
     // `full` is a std::bool_constant: whole-vector loads, or masked loads of an edge panel.
     const auto k_loop = [&](auto full) {
@@ -318,13 +329,10 @@ struct gemm_direct_pairs_by_rows {
   void operator()(A arch, std::size_t k, const float* a, std::size_t lda, const float* b,
                   std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
                   std::size_t m, std::size_t n, const float* bias) const {
-    if constexpr (SMALL < MR) {
-      if (m <= SMALL) {
-        gemm_direct_pairs_kernel<SMALL>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
-        return;
-      }
-    }
-    gemm_direct_pairs_kernel<MR>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
+    with_direct_rows<SMALL, MR>(m, [&](auto rows) {
+      gemm_direct_pairs_kernel<decltype(rows)::value>{}(arch, k, a, lda, b, ldb, c, ldc, alpha,
+                                                        beta, m, n, bias);
+    });
   }
 };
 
