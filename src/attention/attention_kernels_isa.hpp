@@ -17,6 +17,9 @@
                      std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,     \
                      std::size_t lds);                                                             \
   bool all_finite(const float* x, std::size_t ld, std::size_t rows, std::size_t cols);             \
+  void scores_q_in_place(std::size_t k, const float* a, std::size_t lda, const float* b,           \
+                         std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,      \
+                         std::size_t m, std::size_t n, const float* bias);                         \
   }
 
 namespace attn::detail {

@@ -126,6 +126,8 @@ struct Kernels {
   std::size_t attention_nr;
   GemmUkernel attention_scores;
   PackKtKernel attention_pack_q;
+  // The same tile reading Q rows in place (a GemmDirectKernel, B = K^T panels with ldb = NR).
+  GemmDirectKernel attention_scores_q_in_place;
   AttentionTiling attention_tiling;
   PvUkernel attention_pv;
   SoftmaxTileKernel attention_softmax;
