@@ -114,9 +114,9 @@ struct Kernels {
   // The same, one vector wide (n <= gemm_direct_narrow_nr): for narrow matrices and last panels.
   std::size_t gemm_direct_narrow_nr;
   GemmDirectKernel gemm_direct_narrow;
-  // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols.
-  void (*transpose)(const float* src, std::size_t lds, std::size_t rows, std::size_t cols,
-                    float* dst, std::size_t ldd);
+  // Packs k columns of up to gemm_direct_nr rows (B^T) into a gemm_direct_nr-wide panel, which
+  // the no-packing kernels then read as a row-major B with ldb = gemm_direct_nr.
+  PackKtKernel gemm_direct_pack_b_cols;
 
   // The fused attention's register tile, which may differ from the GEMM's (the GEMM's widest
   // tile would pad a head dimension of 80 to 128): S = scale * Q K^T by attention_scores (a

@@ -30,7 +30,7 @@ const Kernels kScalarKernels = {
     &scalar::gemm_direct_4x4,
     4,
     &scalar::gemm_direct_4x4,
-    &scalar::transpose,
+    &scalar::pack_kt_4,
     4,
     4,
     &scalar::gemm_kernel_4x4,

@@ -70,6 +70,18 @@ __attribute__((always_inline)) inline void store_tile(const vfloat<A> (&acc)[MR]
                : w == L                  ? V::load_unaligned(bias + c0)
                                          : load_partial<A>(bias + c0, w, 0.0f);
   }
+  // alpha = 1, beta = 0, no bias: the accumulators as they are, the same bits as 1 * acc + 0
+  // (an accumulator starts at +0, so it is never -0), without the 1.6% of a k = 64 tile's FMAs
+  // that the epilogue would add.
+  if (m == MR && n == NR && beta == 0.0f && alpha == 1.0f && bias == nullptr) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        acc[i][j].store_unaligned(c + static_cast<std::size_t>(i) * ldc + j * L);
+    }
+    return;
+  }
   if (m == MR && n == NR) {
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {

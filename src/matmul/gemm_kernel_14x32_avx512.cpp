@@ -1,7 +1,7 @@
 // The 14 x 32 micro-kernel for Isa::avx512 (2 vectors wide; the fused attention's scores tile)
 // with 4- and 8-row tiles for edge tiles (4 rows: 8 accumulators, still enough to cover a 4-cycle
-// FMA latency on 2 pipes), its packing routines, the 8 x 32 no-packing kernels and the
-// transpose. The packed GEMM uses the 6 x 64 tile (gemm_kernel_6x64_avx512.cpp).
+// FMA latency on 2 pipes), its packing routines and the 8 x 32 no-packing kernels. The packed
+// GEMM uses the 6 x 64 tile (gemm_kernel_6x64_avx512.cpp).
 #define ATTN_GEMM_MR 14
 #define ATTN_GEMM_NV 2
 #define ATTN_GEMM_MR_SMALL 4

@@ -17,7 +17,7 @@ namespace attn::detail {
   void pack_b_cols(const float* b, std::size_t ldb, std::size_t width, std::size_t k, float* dst); \
   }
 
-// The no-packing kernels and the transpose.
+// The no-packing kernels.
 #define ATTN_DECLARE_GEMM_DIRECT(isa)                                                          \
   namespace isa {                                                                              \
   void gemm_direct(std::size_t k, const float* a, std::size_t lda, const float* b,             \
@@ -26,8 +26,6 @@ namespace attn::detail {
   void gemm_direct_narrow(std::size_t k, const float* a, std::size_t lda, const float* b,      \
                           std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta, \
                           std::size_t m, std::size_t n, const float* bias);                    \
-  void transpose(const float* src, std::size_t lds, std::size_t rows, std::size_t cols,        \
-                 float* dst, std::size_t ldd);                                                 \
   }
 
 ATTN_DECLARE_GEMM_TILE(sse2, gemm_kernel_6x8, gemm_pack_a_6, gemm_pack_a_cols_6, gemm_pack_b_rows_8,

@@ -56,12 +56,4 @@ void gemm_direct_4x4(std::size_t k, const float* a, std::size_t lda, const float
   }
 }
 
-void transpose(const float* src, std::size_t lds, std::size_t rows, std::size_t cols, float* dst,
-               std::size_t ldd) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t c = 0; c < cols; ++c)
-      dst[c * ldd + r] = src[r * lds + c];
-  }
-}
-
 }  // namespace attn::detail::scalar

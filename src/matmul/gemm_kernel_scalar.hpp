@@ -12,9 +12,6 @@ void gemm_kernel_4x4(std::size_t k, const float* a, const float* b, float* c, st
 void gemm_direct_4x4(std::size_t k, const float* a, std::size_t lda, const float* b,
                      std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
                      std::size_t m, std::size_t n, const float* bias);
-// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols.
-void transpose(const float* src, std::size_t lds, std::size_t rows, std::size_t cols, float* dst,
-               std::size_t ldd);
 // k rows of up to 4 contiguous floats into a 4-wide panel: dst[p * 4 + j] = src[p * ld + j].
 void gemm_pack_n_4(const float* src, std::size_t ld, std::size_t width, std::size_t k, float* dst);
 void gemm_pack_a_4(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst);

@@ -434,19 +434,5 @@ struct pack_n_kernel {
   }
 };
 
-// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols, in lanes x lanes blocks.
-template <class A>
-inline void transpose_matrix(const float* src, std::size_t lds, std::size_t rows, std::size_t cols,
-                             float* dst, std::size_t ldd) {
-  constexpr std::size_t L = lanes<A>;
-  for (std::size_t r0 = 0; r0 < rows; r0 += L) {
-    const std::size_t nr = rows - r0 < L ? rows - r0 : L;
-    for (std::size_t c0 = 0; c0 < cols; c0 += L) {
-      const std::size_t nc = cols - c0 < L ? cols - c0 : L;
-      transpose_block<A>(src + r0 * lds + c0, lds, nr, nc, dst + c0 * ldd + r0, ldd, nr);
-    }
-  }
-}
-
 }  // namespace ATTN_ISA_NS
 }  // namespace attn::detail
