@@ -180,6 +180,7 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
   float* b_buf = static_cast<float*>(scratch);
   float* thread_bufs = b_buf + plan.b_floats;
   const std::size_t m_blocks = (s.m + plan.mc - 1) / plan.mc;
+  const std::size_t m_panels = (s.m + plan.mr - 1) / plan.mr;  // <= m_blocks * MC / MR
 
   run_parallel(threads, [&](int tid, int nt) {
     float* a_buf = thread_bufs + static_cast<std::size_t>(tid) * plan.a_floats;
@@ -203,8 +204,12 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
         std::size_t packed_block = SIZE_MAX;
         for (std::size_t task = tb; task < te; ++task) {
           const std::size_t ib = task / col_groups;
-          const std::size_t ic = ib * plan.mc;
-          const std::size_t mc = std::min(plan.mc, s.m - ic);
+          // Block ib: its share of the MR-row panels (blocks differ by at most one panel, so
+          // threads that own equally many blocks own equally many rows, give or take MR).
+          std::size_t p0, p1;
+          static_range(m_panels, static_cast<int>(ib), static_cast<int>(m_blocks), &p0, &p1);
+          const std::size_t ic = p0 * plan.mr;
+          const std::size_t mc = std::min(p1 * plan.mr, s.m) - ic;
           if (packed_block != ib) {
             pack_a(kern, plan, a, ic, mc, pc, kc, a_buf);
             packed_block = ib;
