@@ -21,6 +21,7 @@ struct Plan {
 
 // Below about 10 microseconds of work, starting threads costs more than it saves.
 int effective_threads(int threads, const GemmShape& s) {
+  if (threads == 1) return 1;
   return 2.0 * double(s.m) * double(s.n) * double(s.k) < 2e6 ? 1 : threads;
 }
 
@@ -169,6 +170,15 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
   if (s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
     scale_c(s.m, s.n, beta, c, ldc, bias);
+    return;
+  }
+  if (s.m <= kern.gemm_direct_mr && s.n <= kern.gemm_direct_nr && b.cs == 1 &&
+      use_direct(s, a, b)) {
+    // One no-packing tile (the seed's 6 x 16 x 64): the kernel straight away, as gemm_direct
+    // would call it, without its loops.
+    const GemmDirectKernel kernel =
+        s.n <= kern.gemm_direct_narrow_nr ? kern.gemm_direct_narrow : kern.gemm_direct;
+    kernel(s.k, a.data, a.rs, b.data, b.rs, c, ldc, alpha, beta, s.m, s.n, bias);
     return;
   }
   threads = effective_threads(threads, s);

@@ -21,8 +21,8 @@ Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, MatrixView<
   const detail::GemmOperand gb = tb == Transpose::no ? detail::GemmOperand{b.data, b.stride, 1}
                                                      : detail::GemmOperand{b.data, 1, b.stride};
   void* scratch = nullptr;
-  ATTN_RETURN_IF_ERROR(
-      st->scratch(detail::gemm_scratch_bytes(*st->kernels, st->threads, shape, ga, gb), &scratch));
+  const std::size_t bytes = detail::gemm_scratch_bytes(*st->kernels, st->threads, shape, ga, gb);
+  if (bytes > 0) ATTN_RETURN_IF_ERROR(st->scratch(bytes, &scratch));
   detail::gemm(*st->kernels, st->threads, shape, alpha, ga, gb, beta, c.data, c.stride, scratch);
   return Status::Ok();
 }
