@@ -12,15 +12,16 @@
 namespace attn::detail {
 namespace ATTN_ISA_NS {
 
-// The register tile: MR x NV vectors of accumulators, set to zero, then rank-1 updates
-// acc[i][:] += a(i) * bv[:] per k step.
+// The register tile: MR x NV vectors of accumulators, set to -0, then rank-1 updates
+// acc[i][:] += a(i) * bv[:] per k step. -0 is the additive identity (x + -0 == x for every x,
+// +0 included), so a sum whose products all round to -0 stays -0, as in the float64 reference.
 template <class A, int MR, int NV>
 inline void zero_tile(vfloat<A> (&acc)[MR][NV]) {
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
-      acc[i][j] = vfloat<A>(0.0f);
+      acc[i][j] = vfloat<A>(-0.0f);
   }
 }
 
@@ -66,31 +67,33 @@ __attribute__((always_inline)) inline void store_tile(const vfloat<A> (&acc)[MR]
   for (int j = 0; j < NV; ++j) {
     const std::size_t c0 = static_cast<std::size_t>(j) * L;
     const std::size_t w = c0 < n ? (n - c0 < L ? n - c0 : L) : 0;
-    vbias[j] = bias == nullptr || w == 0 ? V(0.0f)
+    vbias[j] = bias == nullptr || w == 0 ? V(-0.0f)  // alpha * acc + -0 == alpha * acc
                : w == L                  ? V::load_unaligned(bias + c0)
                                          : load_partial<A>(bias + c0, w, 0.0f);
   }
-  // alpha = 1, beta = 0, no bias: the accumulators as they are, the same bits as 1 * acc + 0
-  // (an accumulator starts at +0, so it is never -0), without the 1.6% of a k = 64 tile's FMAs
-  // that the epilogue would add.
-  if (m == MR && n == NR && beta == 0.0f && alpha == 1.0f && bias == nullptr) {
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j)
-        acc[i][j].store_unaligned(c + static_cast<std::size_t>(i) * ldc + j * L);
-    }
-    return;
-  }
+  // alpha = 1 and no bias: the accumulators as they are (the same bits as 1 * acc + -0), without
+  // the 1.6% of a k = 64 tile's FMAs that the multiply would add.
+  const bool plain = alpha == 1.0f && bias == nullptr;
+  const auto scaled = [&](int i, int j) {
+    return plain ? acc[i][j] : fmadd<A>(va, acc[i][j], vbias[j]);
+  };
   if (m == MR && n == NR) {
+    if (plain && beta == 0.0f) {
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j)
+          acc[i][j].store_unaligned(c + static_cast<std::size_t>(i) * ldc + j * L);
+      }
+      return;
+    }
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       float* row = c + static_cast<std::size_t>(i) * ldc;
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) {
-        const V r = beta == 0.0f ? fmadd<A>(va, acc[i][j], vbias[j])
-                                 : fmadd<A>(vb, V::load_unaligned(row + j * L),
-                                            fmadd<A>(va, acc[i][j], vbias[j]));
+        const V r = beta == 0.0f ? scaled(i, j)
+                                 : fmadd<A>(vb, V::load_unaligned(row + j * L), scaled(i, j));
         r.store_unaligned(row + j * L);
       }
     }
@@ -106,9 +109,8 @@ __attribute__((always_inline)) inline void store_tile(const vfloat<A> (&acc)[MR]
       const std::size_t c0 = static_cast<std::size_t>(j) * L;
       if (c0 >= n) break;
       const std::size_t w = n - c0 < L ? n - c0 : L;
-      const V old = beta == 0.0f ? V(0.0f) : load_partial<A>(row + c0, w, 0.0f);
-      const V r = beta == 0.0f ? fmadd<A>(va, acc[i][j], vbias[j])
-                               : fmadd<A>(vb, old, fmadd<A>(va, acc[i][j], vbias[j]));
+      const V r = beta == 0.0f ? scaled(i, j)
+                               : fmadd<A>(vb, load_partial<A>(row + c0, w, 0.0f), scaled(i, j));
       if (w == L) {
         r.store_unaligned(row + c0);
       } else {
@@ -285,7 +287,7 @@ struct gemm_direct_pairs_kernel {
     V lo[MR], hi[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i)
-      lo[i] = hi[i] = V(0.0f);
+      lo[i] = hi[i] = V(-0.0f);  // see zero_tile
     const float* rows[MR];
     direct_row_ptrs<MR>(a, lda, m, rows);
     const std::size_t width = n < L ? n : L;
@@ -309,13 +311,13 @@ struct gemm_direct_pairs_kernel {
           hi[i] = fmadd<A>(av, zh, hi[i]);
         }
       }
-      if (p < k) {  // an odd k: the pair (a[p], 0) against rows p and a zero row (0 * 0, never
-                    // a[p] * 0, which is NaN for an infinite a[p]; a[p + 1] is not read)
+      if (p < k) {  // an odd k: the pair (a[p], -0) against rows p and a zero row (-0 * 0,
+                    // never a[p] * 0, which is NaN for an infinite a[p]; a[p + 1] is not read)
         const V r0 = load_b(p), zero(0.0f);
         const V zl = zip_lo<A>(r0, zero), zh = zip_hi<A>(r0, zero);
 #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) {
-          const float pair[2] = {rows[i][p], 0.0f};
+          const float pair[2] = {rows[i][p], -0.0f};  // -0 keeps a -0 sum -0
           const V av = broadcast_pair<A>(pair);
           lo[i] = fmadd<A>(av, zl, lo[i]);
           hi[i] = fmadd<A>(av, zh, hi[i]);

@@ -2,10 +2,22 @@
 #include "matmul/gemm_kernel_scalar.hpp"
 
 namespace attn::detail::scalar {
+namespace {
+
+// -0 in every accumulator: the additive identity, as in the SIMD kernels (gemm_kernel.hpp).
+void zero_tile(float (&acc)[4][4]) {
+  for (auto& row : acc) {
+    for (float& x : row)
+      x = -0.0f;
+  }
+}
+
+}  // namespace
 
 void gemm_kernel_4x4(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
                      float alpha, float beta, std::size_t m, std::size_t n, const float* bias) {
-  float acc[4][4] = {};
+  float acc[4][4];
+  zero_tile(acc);
   for (std::size_t p = 0; p < k; ++p) {
     for (int i = 0; i < 4; ++i) {
       const float ai = a[p * 4 + i];
@@ -16,7 +28,7 @@ void gemm_kernel_4x4(std::size_t k, const float* a, const float* b, float* c, st
   for (std::size_t i = 0; i < m; ++i) {
     float* row = c + i * ldc;
     for (std::size_t j = 0; j < n; ++j) {
-      const float add = bias ? bias[j] : 0.0f;
+      const float add = bias ? bias[j] : -0.0f;
       row[j] = beta == 0.0f ? alpha * acc[i][j] + add : alpha * acc[i][j] + add + beta * row[j];
     }
   }
@@ -39,7 +51,8 @@ void gemm_pack_n_4(const float* src, std::size_t ld, std::size_t width, std::siz
 void gemm_direct_4x4(std::size_t k, const float* a, std::size_t lda, const float* b,
                      std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
                      std::size_t m, std::size_t n, const float* bias) {
-  float acc[4][4] = {};
+  float acc[4][4];
+  zero_tile(acc);
   for (std::size_t p = 0; p < k; ++p) {
     for (std::size_t i = 0; i < m; ++i) {
       const float ai = a[i * lda + p];
@@ -50,7 +63,7 @@ void gemm_direct_4x4(std::size_t k, const float* a, std::size_t lda, const float
   for (std::size_t i = 0; i < m; ++i) {
     float* row = c + i * ldc;
     for (std::size_t j = 0; j < n; ++j) {
-      const float add = bias ? bias[j] : 0.0f;
+      const float add = bias ? bias[j] : -0.0f;
       row[j] = beta == 0.0f ? alpha * acc[i][j] + add : alpha * acc[i][j] + add + beta * row[j];
     }
   }
