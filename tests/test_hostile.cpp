@@ -340,7 +340,8 @@ TEST_CASE("aliasing strides: allowed for inputs, rejected for outputs", "[hostil
     out.strides[1] = 0;
     check_invalid(attn::attention(ctx, p.tq(), p.tk(), p.tv(), out, {}), "alias");
     out = p.tout();
-    out.strides[2] = -2;  // rows of 4 elements, 2 apart
+    out.data = p.out.data() + 4;  // inside out's vector: the rows run back to p.out.data()
+    out.strides[2] = -2;          // rows of 4 elements, 2 apart
     check_invalid(attn::attention(ctx, p.tq(), p.tk(), p.tv(), out, {}), "alias");
     attn::AttentionOptions o;
     o.weights = p.tw();

@@ -181,48 +181,56 @@ TEST_CASE("matmul is bit-identical for any thread count", "[matmul][threads]") {
   }
 }
 
-TEST_CASE("matmul: a sum whose products all round to -0 is -0, as in the reference",
-          "[matmul]") {
-  // op(A)(0, p) = -1e-30 and op(B)(p, 0) = 1e-30: every product of c(0, 0) is -1e-60, which
-  // rounds to -0 in float. The accumulators start at -0 (the additive identity), so c(0, 0) is
-  // -0 on every path, full or edge tile, packed or not, narrow or wide, as in float64.
+TEST_CASE("matmul: a zero result has the reference's sign (alpha >= 0, beta = 0)", "[matmul]") {
+  // c(0, 0) sums products that are all zeros: -1e-30 * 1e-30 (rounds to -0 in float), -1 * 0
+  // (exactly -0) or 1 * 0 (+0). The kernels' accumulators and the reference's sum start at -0,
+  // the additive identity, so c(0, 0) is -0, -0 and +0 on every path: full or edge tile, packed
+  // or not, narrow or wide, KC passes (k = 600), the one-tile path; and k = 0 gives alpha * -0.
   struct Shape {
     std::size_t m, n, k;
     Transpose ta, tb;
   };
   const Shape shapes[] = {
-      {8, 32, 1, Transpose::no, Transpose::no},   {7, 32, 1, Transpose::no, Transpose::no},
-      {6, 16, 1, Transpose::no, Transpose::no},   {6, 16, 3, Transpose::no, Transpose::no},
-      {8, 16, 2, Transpose::no, Transpose::no},   {1, 1, 1, Transpose::no, Transpose::no},
-      {8, 32, 1, Transpose::no, Transpose::yes},  {9, 40, 5, Transpose::no, Transpose::yes},
-      {6, 64, 1, Transpose::yes, Transpose::no},  {5, 64, 1, Transpose::yes, Transpose::no},
-      {6, 16, 1, Transpose::yes, Transpose::no},  {13, 70, 600, Transpose::yes, Transpose::no},
-      {20, 1100, 3, Transpose::no, Transpose::no},
+      {8, 32, 1, Transpose::no, Transpose::no},    {7, 32, 1, Transpose::no, Transpose::no},
+      {6, 16, 1, Transpose::no, Transpose::no},    {6, 16, 3, Transpose::no, Transpose::no},
+      {8, 16, 2, Transpose::no, Transpose::no},    {1, 1, 1, Transpose::no, Transpose::no},
+      {8, 32, 1, Transpose::no, Transpose::yes},   {9, 40, 5, Transpose::no, Transpose::yes},
+      {6, 64, 1, Transpose::yes, Transpose::no},   {5, 64, 1, Transpose::yes, Transpose::no},
+      {6, 16, 1, Transpose::yes, Transpose::no},   {13, 70, 600, Transpose::yes, Transpose::no},
+      {20, 1100, 3, Transpose::no, Transpose::no}, {3, 5, 0, Transpose::no, Transpose::no},
   };
+  const float a_values[] = {-1e-30f, -1.0f, 1.0f}, b_values[] = {1e-30f, 0.0f, 0.0f};
+  const bool negative[] = {true, true, false};
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx = attn_test::make_context(isa);
     for (const Shape& s : shapes) {
-      for (float alpha : {1.0f, 2.0f}) {
-        INFO("isa " << attn::isa_name(isa) << " m " << s.m << " n " << s.n << " k " << s.k
-                    << " alpha " << alpha);
-        const std::size_t ar = s.ta == Transpose::no ? s.m : s.k;
-        const std::size_t ac = s.ta == Transpose::no ? s.k : s.m;
-        const std::size_t br = s.tb == Transpose::no ? s.k : s.n;
-        const std::size_t bc = s.tb == Transpose::no ? s.n : s.k;
-        std::vector<float> a(ar * ac, 1.0f), b(br * bc, 1.0f), c(s.m * s.n), want(s.m * s.n);
-        for (std::size_t p = 0; p < s.k; ++p) {
-          a[s.ta == Transpose::no ? p : p * ac] = -1e-30f;
-          b[s.tb == Transpose::no ? p * bc : p] = 1e-30f;
+      for (int kind = 0; kind < 3; ++kind) {
+        for (float alpha : {1.0f, 2.0f}) {
+          INFO("isa " << attn::isa_name(isa) << " m " << s.m << " n " << s.n << " k " << s.k
+                      << " a " << a_values[kind] << " b " << b_values[kind] << " alpha " << alpha);
+          const std::size_t ar = s.ta == Transpose::no ? s.m : s.k;
+          const std::size_t ac = s.ta == Transpose::no ? s.k : s.m;
+          const std::size_t br = s.tb == Transpose::no ? s.k : s.n;
+          const std::size_t bc = s.tb == Transpose::no ? s.n : s.k;
+          std::vector<float> a(ar * ac + 1, 1.0f), b(br * bc + 1, 1.0f), c(s.m * s.n),
+              want(s.m * s.n);
+          for (std::size_t p = 0; p < s.k; ++p) {
+            a[s.ta == Transpose::no ? p : p * ac] = a_values[kind];
+            b[s.tb == Transpose::no ? p * bc : p] = b_values[kind];
+          }
+          const MatrixView<const float> av{a.data(), ar, ac, std::max<std::size_t>(ac, 1)},
+              bv{b.data(), br, bc, std::max<std::size_t>(bc, 1)};
+          REQUIRE(
+              attn::matmul(ctx, av, s.ta, bv, s.tb, {c.data(), s.m, s.n, s.n}, alpha, 0.0f).ok());
+          REQUIRE(
+              attn::reference::matmul(av, s.ta, bv, s.tb, {want.data(), s.m, s.n, s.n}, alpha, 0.0f)
+                  .ok());
+          const bool want_negative = s.k == 0 || negative[kind];
+          REQUIRE(want[0] == 0.0f);
+          REQUIRE(std::signbit(want[0]) == want_negative);
+          CHECK(c[0] == 0.0f);
+          CHECK(std::signbit(c[0]) == want_negative);
         }
-        const MatrixView<const float> av{a.data(), ar, ac, ac}, bv{b.data(), br, bc, bc};
-        REQUIRE(attn::matmul(ctx, av, s.ta, bv, s.tb, {c.data(), s.m, s.n, s.n}, alpha, 0.0f).ok());
-        REQUIRE(attn::reference::matmul(av, s.ta, bv, s.tb, {want.data(), s.m, s.n, s.n}, alpha,
-                                        0.0f)
-                    .ok());
-        REQUIRE(want[0] == 0.0f);
-        REQUIRE(std::signbit(want[0]));
-        CHECK(c[0] == 0.0f);
-        CHECK(std::signbit(c[0]));
       }
     }
   }

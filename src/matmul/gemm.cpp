@@ -89,14 +89,16 @@ void pack_b(const Kernels& kern, const Plan& plan, const GemmOperand& b, std::si
   }
 }
 
-// c = beta * c (+ bias) on an m x n block (beta == 0 writes without reading c).
-void scale_c(std::size_t m, std::size_t n, float beta, float* c, std::size_t ldc,
+// k == 0: c = alpha * (the empty sum, -0) + beta * c (+ bias) on an m x n block (beta == 0 writes
+// without reading c); -0 as the kernels' accumulators start and the reference's sum does.
+void scale_c(std::size_t m, std::size_t n, float alpha, float beta, float* c, std::size_t ldc,
              const float* bias) {
+  const float empty = alpha * -0.0f;
   for (std::size_t i = 0; i < m; ++i) {
     float* row = c + i * ldc;
     for (std::size_t j = 0; j < n; ++j) {
-      const float add = bias ? bias[j] : 0.0f;
-      row[j] = beta == 0.0f ? add : beta * row[j] + add;
+      const float add = bias ? bias[j] : -0.0f;
+      row[j] = (beta == 0.0f ? empty : empty + beta * row[j]) + add;
     }
   }
 }
@@ -169,7 +171,7 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
           const float* bias) {
   if (s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
-    scale_c(s.m, s.n, beta, c, ldc, bias);
+    scale_c(s.m, s.n, alpha, beta, c, ldc, bias);
     return;
   }
   if (s.m <= kern.gemm_direct_mr && s.n <= kern.gemm_direct_nr && b.cs == 1 &&

@@ -20,7 +20,7 @@ Status matmul(MatrixView<const float> a, Transpose ta, MatrixView<const float> b
   };
   for (std::size_t i = 0; i < c.rows; ++i) {
     for (std::size_t j = 0; j < c.cols; ++j) {
-      double sum = 0.0;
+      double sum = -0.0;  // the additive identity: a sum of one product is that product, even -0
       for (std::size_t p = 0; p < k; ++p)
         sum += at(i, p) * bt(p, j);
       double r = static_cast<double>(alpha) * sum;
