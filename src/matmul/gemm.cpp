@@ -116,6 +116,18 @@ bool direct_packs_b(const GemmOperand& b) {
   return b.cs != 1;
 }
 
+// One no-packing tile: C rows [i0, i0 + rows) x columns [j0, j0 + NR) (cut at n), B's column j0
+// at bj with row stride ldb; a last panel at most one vector wide takes the narrow kernel.
+void direct_tile(const Kernels& kern, const GemmShape& s, float alpha, const GemmOperand& a,
+                 std::size_t i0, std::size_t rows, const float* bj, std::size_t ldb, std::size_t j0,
+                 float beta, float* c, std::size_t ldc, const float* bias) {
+  const std::size_t cols = std::min(kern.gemm_direct_nr, s.n - j0);
+  const GemmDirectKernel kernel =
+      cols <= kern.gemm_direct_narrow_nr ? kern.gemm_direct_narrow : kern.gemm_direct;
+  kernel(s.k, a.data + i0 * a.rs, a.rs, bj, ldb, c + i0 * ldc + j0, ldc, alpha, beta, rows, cols,
+         bias ? bias + j0 : nullptr);
+}
+
 // C by row blocks of MR_direct x column panels of NR, the row blocks split among threads. B is
 // row-major (b.cs == 1), or a B^T (b.rs == 1) that the threads first pack together into
 // NR-wide panels in `panels` (panel j0 / NR at panels + j0 * k, row stride NR).
@@ -141,13 +153,7 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
       const std::size_t i0 = ib * mr, rows = std::min(mr, s.m - i0);
       for (std::size_t j0 = 0; j0 < s.n; j0 += nr) {
         const float* bj = packed ? panels + j0 * s.k : b.data + j0;
-        if (s.n - j0 <= kern.gemm_direct_narrow_nr) {  // a narrow last panel: one vector wide
-          kern.gemm_direct_narrow(s.k, a.data + i0 * a.rs, a.rs, bj, ldb, c + i0 * ldc + j0, ldc,
-                                  alpha, beta, rows, s.n - j0, bias ? bias + j0 : nullptr);
-          continue;
-        }
-        kern.gemm_direct(s.k, a.data + i0 * a.rs, a.rs, bj, ldb, c + i0 * ldc + j0, ldc, alpha,
-                         beta, rows, std::min(nr, s.n - j0), bias ? bias + j0 : nullptr);
+        direct_tile(kern, s, alpha, a, i0, rows, bj, ldb, j0, beta, c, ldc, bias);
       }
     }
   });
@@ -176,11 +182,8 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
   }
   if (s.m <= kern.gemm_direct_mr && s.n <= kern.gemm_direct_nr && b.cs == 1 &&
       use_direct(s, a, b)) {
-    // One no-packing tile (the seed's 6 x 16 x 64): the kernel straight away, as gemm_direct
-    // would call it, without its loops.
-    const GemmDirectKernel kernel =
-        s.n <= kern.gemm_direct_narrow_nr ? kern.gemm_direct_narrow : kern.gemm_direct;
-    kernel(s.k, a.data, a.rs, b.data, b.rs, c, ldc, alpha, beta, s.m, s.n, bias);
+    // One no-packing tile (the seed's 6 x 16 x 64): gemm_direct's only call, without its loops.
+    direct_tile(kern, s, alpha, a, 0, s.m, b.data, b.rs, 0, beta, c, ldc, bias);
     return;
   }
   threads = effective_threads(threads, s);
