@@ -333,8 +333,32 @@ class Task {
     }
   }
 
-  // S = scale * Q K^T for the pass's rows against the tile (row stride bk).
-  void scores(std::size_t pass, std::size_t k0, std::size_t cols) const {
+  // The keys [*lo, *hi) of the tile [k0, k0 + cols), as offsets into it, that some row of the
+  // slots [ib, ib + m) of a pass may attend: on a tile the structural mask cuts (`cut`), the hull
+  // of those rows' ranges (empty when none attends a key of the tile), else the whole tile. The
+  // scores and P * V of a row block need only these keys: apply_mask then sets every score
+  // outside a row's range to -inf, so scores the block skips are overwritten before the softmax
+  // reads them, and its probabilities outside the hull are 0.
+  void block_keys(bool cut, std::size_t ib, std::size_t m, std::size_t k0, std::size_t cols,
+                  std::size_t* lo, std::size_t* hi) const {
+    *lo = 0;
+    *hi = cols;
+    if (!cut) return;
+    std::size_t a = cols, b = 0;
+    for (std::size_t r = ib; r < ib + m; ++r) {
+      const std::size_t i = r % rows_;
+      const std::size_t rl = std::max(w_.lo[i], k0), rh = std::min(w_.hi[i], k0 + cols);
+      if (rl >= rh) continue;
+      a = std::min(a, rl - k0);
+      b = std::max(b, rh - k0);
+    }
+    *lo = a < b ? a : 0;
+    *hi = a < b ? b : 0;
+  }
+
+  // S = scale * Q K^T for the pass's rows against the tile (row stride bk); on a cut tile only
+  // the K^T panels each row block may attend (block_keys).
+  void scores(std::size_t pass, std::size_t k0, std::size_t cols, bool cut) const {
     const std::size_t mr = p_.mr, nr = p_.nr, dk = p_.dk, n = pass_rows(pass);
     const float* q = w_.q + pass * p_.bq * dk;
     if (p_.direct_k) {
@@ -344,12 +368,13 @@ class Task {
       return;
     }
     const float* k_tile = pack_.k + k0 * dk;  // k0 is a multiple of NR
-    const std::size_t panels = div_up(cols, nr);
     if (q_in_place()) {
       const std::size_t ldq = static_cast<std::size_t>(call_.q.strides[2]);
       const float* qh = row_ptr(call_.q, ti_.b, h0_ + slot_head(pass, 0), q0_);
       for (std::size_t ib = 0; ib < n; ib += mr) {
-        for (std::size_t jp = 0; jp < panels; ++jp) {
+        std::size_t lo, hi;
+        block_keys(cut, ib, std::min(mr, n - ib), k0, cols, &lo, &hi);
+        for (std::size_t jp = lo / nr; jp < div_up(hi, nr); ++jp) {
           kern_.attention_scores_q_in_place(dk, qh + ib * ldq, ldq, k_tile + jp * nr * dk, nr,
                                             w_.s + ib * p_.bk + jp * nr, p_.bk, d_.scale, 0.0f,
                                             std::min(mr, n - ib), nr, nullptr);
@@ -358,7 +383,9 @@ class Task {
       return;
     }
     for (std::size_t ib = 0; ib < n; ib += mr) {
-      for (std::size_t jp = 0; jp < panels; ++jp) {
+      std::size_t lo, hi;
+      block_keys(cut, ib, std::min(mr, n - ib), k0, cols, &lo, &hi);
+      for (std::size_t jp = lo / nr; jp < div_up(hi, nr); ++jp) {
         kern_.attention_scores(dk, q + ib * dk, k_tile + jp * nr * dk, w_.s + ib * p_.bk + jp * nr,
                                p_.bk, d_.scale, 0.0f, std::min(mr, n - ib), nr, nullptr);
       }
@@ -400,17 +427,20 @@ class Task {
     return allowed != nullptr && allowed[key] == 0;
   }
 
-  // O <- P V + row_scale * O for the pass's rows.
-  void accumulate(std::size_t pass, std::size_t k0, std::size_t cols,
+  // O <- P V + row_scale * O for the pass's rows; on a cut tile each row block sums only the
+  // keys it may attend (block_keys: its other probabilities are 0, and V is finite here).
+  void accumulate(std::size_t pass, std::size_t k0, std::size_t cols, bool cut,
                   const float* row_scale) const {
     const std::size_t mr = p_.mr, nr = p_.nr, n = pass_rows(pass);
     if (p_.dv == 0) return;  // and V may have no data
     float* o = w_.o + state(pass, 0) * p_.dv_pad;
     const float* v_tile = pack_.v + k0 * pack_.ldv;
     for (std::size_t ib = 0; ib < n; ib += mr) {
+      std::size_t lo, hi;
+      block_keys(cut, ib, std::min(mr, n - ib), k0, cols, &lo, &hi);
       for (std::size_t jp = 0; jp < p_.dv_pad / nr; ++jp) {
-        kern_.attention_pv(cols, w_.s + ib * p_.bk, v_tile + jp * nr, pack_.ldv,
-                           o + ib * p_.dv_pad + jp * nr, p_.dv_pad, row_scale + ib,
+        kern_.attention_pv(hi - lo, w_.s + ib * p_.bk + lo, v_tile + lo * pack_.ldv + jp * nr,
+                           pack_.ldv, o + ib * p_.dv_pad + jp * nr, p_.dv_pad, row_scale + ib,
                            std::min(mr, n - ib));
       }
     }
@@ -461,14 +491,14 @@ class Task {
       if (p_.direct_k) prefetch_v(k0, cols);
       for (std::size_t pass = 0; pass < passes_; ++pass) {
         const std::size_t s0 = state(pass, 0);
-        scores(pass, k0, cols);
+        scores(pass, k0, cols, cut);
         apply_mask(pass, k0, cols, cut);
         kern_.attention_softmax(w_.s, p_.bk, pass_rows(pass), cols, w_.m + s0, w_.l + s0,
                                 w_.alpha + s0);
         if (careful) {
           accumulate_skipping_blocked(pass, k0, cols, w_.alpha + s0);
         } else {
-          accumulate(pass, k0, cols, w_.alpha + s0);
+          accumulate(pass, k0, cols, cut, w_.alpha + s0);
         }
       }
     }
@@ -582,7 +612,7 @@ class Task {
       const bool cut = tile_is_cut(k0, cols);
       for (std::size_t pass = 0; pass < passes_; ++pass) {
         const std::size_t s0 = state(pass, 0);
-        scores(pass, k0, cols);
+        scores(pass, k0, cols, cut);
         apply_mask(pass, k0, cols, cut);
         for (std::size_t r = 0; r < pass_rows(pass); ++r) {
           std::memcpy(weights_row(pass, r, k0), w_.s + r * p_.bk, cols * sizeof(float));
@@ -611,7 +641,7 @@ class Task {
         if (careful) {
           accumulate_skipping_blocked(pass, k0, cols, w_.ones);
         } else {
-          accumulate(pass, k0, cols, w_.ones);
+          accumulate(pass, k0, cols, cut, w_.ones);
         }
       }
     }
