@@ -65,12 +65,15 @@ inline vfloat<A> fmadd(vfloat<A> a, vfloat<A> b, vfloat<A> c) {
 #endif
 }
 
-// c - a * b, fused where the ISA has FMA.
+// c - a * b, fused where the ISA has FMA. (xsimd 8.1's NEON fnma is its generic -a * b + c,
+// fused only if the compiler contracts it, which attn's -ffp-contract=off forbids.)
 template <class A>
 inline vfloat<A> fnmadd(vfloat<A> a, vfloat<A> b, vfloat<A> c) {
 #if defined(__AVX512F__)
   return _mm512_fnmadd_ps(a, b, c);
-#elif defined(__FMA__) || defined(__aarch64__)
+#elif defined(__aarch64__)
+  return vfmsq_f32(c, a, b);
+#elif defined(__FMA__)
   return xsimd::fnma(a, b, c);
 #else
   return c - a * b;
