@@ -21,7 +21,7 @@ struct Inputs {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     return static_cast<std::uint32_t>(state >> 33);
   }
-  // A float k / 2^20 with |k| < 2^22: in (-4, 4), exact, and the same bits on every compiler.
+  // A float k / 2^20 with -2^22 <= k < 2^22: in [-4, 4), exact, the same bits on every compiler.
   float value() {
     const std::int32_t k = static_cast<std::int32_t>(next() % (1u << 23)) - (1 << 22);
     return static_cast<float>(k) / 1048576.0f;
@@ -88,7 +88,7 @@ bool vmath(attn::Context& ctx, Hash& ex, Hash& sm) {
   Inputs in(2);
   std::vector<float> x(4099);
   for (std::size_t i = 0; i < x.size(); ++i) {
-    // Every range of exp: |x| up to 128 (overflow, underflow, subnormal results).
+    // Every range of exp: |x| up to 1024 (overflow, underflow, subnormal results).
     x[i] = in.value() * static_cast<float>(1u << (i % 6)) * 8.0f;
   }
   std::vector<float> y(x.size());
@@ -110,13 +110,14 @@ bool attentions(attn::Context& ctx, Hash& h) {
   struct Case {
     std::size_t b, hq, hkv, lq, lk, dk, dv;
     // 0 none, 1 causal, 2 bottom-right causal + key lengths, 3 window + additive + boolean, with
-    // weights (the last case, at most 32 keys, takes the latency path)
+    // weights. The last two cases: at most 32 keys (the latency path); 4 decoding rows against
+    // 4096 keys (the keys split into chunks whose partial results are merged).
     int mask;
   };
   const Case cases[] = {{1, 1, 1, 6, 6, 16, 16, 0},       {1, 12, 12, 128, 128, 64, 64, 0},
                         {1, 4, 4, 200, 200, 64, 64, 1},   {2, 8, 2, 57, 300, 64, 80, 2},
                         {1, 32, 8, 1, 2100, 128, 128, 2}, {2, 3, 3, 70, 150, 32, 32, 3},
-                        {1, 2, 2, 10, 20, 8, 8, 3}};
+                        {1, 2, 2, 10, 20, 8, 8, 3},       {1, 4, 4, 1, 4096, 64, 64, 0}};
   Inputs in(3);
   for (const Case& c : cases) {
     const std::vector<float> q = in.vec(c.b * c.hq * c.lq * c.dk);
