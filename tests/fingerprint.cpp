@@ -1,16 +1,20 @@
 // attn-fingerprint: one hash of the output bits per (routine, ISA) over a fixed set of calls, on
-// every ISA this CPU runs, one thread. CI runs it from the g++ build and from the clang-14 build
-// and requires the same lines (README "Determinism"): attn compiles with -ffp-contract=off and
-// writes its FMAs explicitly, so a compiler may not fuse a product and a sum on its own.
+// every ISA this CPU runs (or the one ATTN_ISA names), one thread. CI runs it from the g++ build
+// and from the clang-14 build and requires the same lines (README "Determinism"): attn compiles
+// with -ffp-contract=off and writes its FMAs explicitly, so a compiler may not fuse a product and
+// a sum on its own.
 //
-// Inputs come from an integer generator (no libm, no float arithmetic), so both builds feed the
-// library the same bits. NaN payloads are folded into one value (the sign of zero is kept).
+// Inputs come from an integer generator (no libm, no float arithmetic; attn_test::Rng's std
+// distributions compute in float inside this binary, which a compiler could contract), so both
+// builds feed the library the same bits. NaN payloads are folded into one value (the sign of zero
+// is kept).
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "attn/attn.hpp"
+#include "support/test_support.hpp"
 
 namespace {
 
@@ -185,10 +189,7 @@ bool self_attentions(attn::Context& ctx, Hash& h) {
 }  // namespace
 
 int main() {
-  const attn::Isa isas[] = {attn::Isa::scalar, attn::Isa::sse2, attn::Isa::avx2, attn::Isa::avx512,
-                            attn::Isa::neon};
-  for (attn::Isa isa : isas) {
-    if (!attn::isa_supported(isa)) continue;
+  for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx;
     if (!ok(ctx.set_isa(isa), "set_isa")) return 1;
     Hash mm, ex, sm, at, sa;
