@@ -150,6 +150,39 @@ TEST_CASE("matmul at every ISA's tile and block sizes plus and minus one", "[mat
   }
 }
 
+TEST_CASE("matmul: a row-major B one packed tile wide (the no-packing wide tile)", "[matmul]") {
+  // On AVX-512, n == 64 with k >= 192 and m >= 64 takes the 6 x 64 tile without packing
+  // (use_direct_wide in matmul/gemm.cpp); the other ISAs run these shapes on their usual paths.
+  // m = 64, 65, 67, 68, 70, 131: last row blocks of 4 (the 4-row tile), 5, 1, 2, 4 and 5 rows;
+  // k at the threshold and past it; strides past the row; threads 1 and 3 bit-identical.
+  const Case cases[] = {
+      {64, 64, 192, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+      {65, 64, 193, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
+      {67, 64, 511, Transpose::no, Transpose::no, 1.0f, -0.5f, 1},
+      {68, 64, 256, Transpose::no, Transpose::no, 0.0f, 1.0f, 0},
+      {70, 64, 1024, Transpose::no, Transpose::no, 1.0f, 0.0f, 5},
+      {131, 64, 300, Transpose::no, Transpose::no, -0.5f, 0.5f, 2},
+  };
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (const Case& cs : cases) {
+      std::vector<float> one;
+      for (int threads : {1, 3}) {
+        attn::Context ctx = attn_test::make_context(isa, threads);
+        attn_test::Rng rng(17);
+        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " m " << cs.m << " k "
+                    << cs.k << " alpha " << cs.alpha << " beta " << cs.beta);
+        std::vector<float> c;
+        run_case(ctx, cs, rng, &c);
+        if (threads == 1) {
+          one = c;
+        } else {
+          CHECK(std::memcmp(c.data(), one.data(), c.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul with k == 0 scales c by beta", "[matmul]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx = attn_test::make_context(isa);
@@ -185,7 +218,8 @@ TEST_CASE("matmul: a zero result has the reference's sign (alpha >= 0, beta = 0)
   // c(0, 0) sums products that are all zeros: -1e-30 * 1e-30 (rounds to -0 in float), -1 * 0
   // (exactly -0) or 1 * 0 (+0). The kernels' accumulators and the reference's sum start at -0,
   // the additive identity, so c(0, 0) is -0, -0 and +0 on every path: full or edge tile, packed
-  // or not, narrow or wide, KC passes (k = 600), the one-tile path; and k = 0 gives alpha * -0.
+  // or not, narrow or wide (and the no-packing 6 x 64 tile, 64 x 64 x 192), KC passes (k = 600),
+  // the one-tile path; and k = 0 gives alpha * -0.
   struct Shape {
     std::size_t m, n, k;
     Transpose ta, tb;
@@ -198,6 +232,7 @@ TEST_CASE("matmul: a zero result has the reference's sign (alpha >= 0, beta = 0)
       {6, 64, 1, Transpose::yes, Transpose::no},   {5, 64, 1, Transpose::yes, Transpose::no},
       {6, 16, 1, Transpose::yes, Transpose::no},   {13, 70, 600, Transpose::yes, Transpose::no},
       {20, 1100, 3, Transpose::no, Transpose::no}, {3, 5, 0, Transpose::no, Transpose::no},
+      {64, 64, 192, Transpose::no, Transpose::no},
   };
   const float a_values[] = {-1e-30f, -1.0f, 1.0f}, b_values[] = {1e-30f, 0.0f, 0.0f};
   const bool negative[] = {true, true, false};

@@ -117,6 +117,11 @@ struct Kernels {
   // Packs k columns of up to gemm_direct_nr rows (B^T) into a gemm_direct_nr-wide panel, which
   // the no-packing kernels then read as a row-major B with ldb = gemm_direct_nr.
   PackKtKernel gemm_direct_pack_b_cols;
+  // The packed GEMM's own tile (gemm_direct_wide_mr x gemm_nr) reading a row-major A and B in
+  // place, where it is wider than gemm_direct_nr; nullptr (and 0) where the ISA has none. See
+  // use_direct_wide in matmul/gemm.cpp for the products it serves.
+  std::size_t gemm_direct_wide_mr;
+  GemmDirectKernel gemm_direct_wide;
 
   // The fused attention's register tile, which may differ from the GEMM's (the GEMM's widest
   // tile would pad a head dimension of 80 to 128): S = scale * Q K^T by attention_scores (a

@@ -31,6 +31,8 @@ const Kernels kScalarKernels = {
     4,
     &scalar::gemm_direct_4x4,
     &scalar::pack_kt_4,
+    0,
+    nullptr,
     4,
     4,
     &scalar::gemm_kernel_4x4,

@@ -36,6 +36,11 @@ ATTN_DECLARE_GEMM_TILE(avx2, gemm_kernel_6x16, gemm_pack_a_6, gemm_pack_a_cols_6
 ATTN_DECLARE_GEMM_DIRECT(avx2)
 ATTN_DECLARE_GEMM_TILE(avx512, gemm_kernel_6x64, gemm_pack_a_6, gemm_pack_a_cols_6,
                        gemm_pack_b_rows_64, gemm_pack_b_cols_64)
+namespace avx512 {
+void gemm_direct_wide(std::size_t k, const float* a, std::size_t lda, const float* b,
+                      std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
+                      std::size_t m, std::size_t n, const float* bias);
+}
 ATTN_DECLARE_GEMM_TILE(avx512, gemm_kernel_14x32, gemm_pack_a_14, gemm_pack_a_cols_14,
                        gemm_pack_b_rows_32, gemm_pack_b_cols_32)
 ATTN_DECLARE_GEMM_DIRECT(avx512)
