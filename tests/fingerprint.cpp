@@ -70,7 +70,8 @@ bool matmuls(attn::Context& ctx, Hash& h) {
   const attn::Transpose N = attn::Transpose::no, T = attn::Transpose::yes;
   const Shape shapes[] = {{6, 16, 64, N, N, 1, 0},       {64, 64, 64, N, N, 1, 0},
                           {37, 129, 70, N, T, -0.5f, 1}, {100, 45, 600, T, N, 1, -0.5f},
-                          {300, 200, 1100, N, N, 1, 0},  {13, 77, 5, T, T, 2, 1}};
+                          {300, 200, 1100, N, N, 1, 0},  {13, 77, 5, T, T, 2, 1},
+                          {67, 64, 200, N, N, 1, 0.5f}};  // the wide no-packing tile (AVX-512)
   Inputs in(1);
   for (const Shape& s : shapes) {
     const std::size_t ar = s.ta == N ? s.m : s.k, ac = s.ta == N ? s.k : s.m;
