@@ -318,12 +318,97 @@ struct DoubleSum {
 namespace attn::detail {
 namespace ATTN_ISA_NS {
 
+#if defined(__AVX512F__)
+// Row i of a transpose_block input: `cols` floats, or zeros past the last row.
+inline __m512 transpose_row(const float* src, std::size_t ld, std::size_t i, std::size_t rows,
+                            std::size_t cols) {
+  if (i >= rows) return _mm512_setzero_ps();
+  if (cols == 16) return _mm512_loadu_ps(src + i * ld);
+  return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << cols) - 1u), src + i * ld);
+}
+
+// Stores column `col` of a transposed block (its first `count` floats) unless col >= cols.
+inline void transpose_store(float* dst, std::size_t ldd, std::size_t col, std::size_t cols,
+                            std::size_t count, __m512 v) {
+  if (col >= cols) return;
+  if (count == 16) {
+    _mm512_storeu_ps(dst + col * ldd, v);
+  } else {
+    _mm512_mask_storeu_ps(dst + col * ldd, static_cast<__mmask16>((1u << count) - 1u), v);
+  }
+}
+
+// The in-lane part of a 16 x 16 transpose: y[p] holds, in 128-bit lane q, 4 floats of row
+// 4q + p; z[c] gets, in lane q, float c of those 4 from rows 4q..4q+3.
+inline void transpose_4x4_lanes(const __m512 (&y)[4], __m512 (&z)[4]) {
+  const __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(y[0], y[1]));
+  const __m512d t1 = _mm512_castps_pd(_mm512_unpackhi_ps(y[0], y[1]));
+  const __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(y[2], y[3]));
+  const __m512d t3 = _mm512_castps_pd(_mm512_unpackhi_ps(y[2], y[3]));
+  z[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+  z[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+  z[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+  z[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+}
+#endif
+
 // Transposes a lanes x lanes block: row r of the input (r < rows, the rest zero) is read from
 // src + r * ld (its first `cols` <= lanes floats), and the first `count` <= lanes floats of column
 // c of the block (c < cols) are stored at dst + c * ldd. Packs K^T and GEMM panels.
 template <class A>
 inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, std::size_t cols,
                             float* dst, std::size_t ldd, std::size_t count) {
+#if defined(__AVX512F__)
+  if (rows == 16 && cols == 16) {
+    // A whole block: 4-float chunk m of rows p, 4 + p, 8 + p, 12 + p lands in the four 128-bit
+    // lanes of one vector by one load and three masked broadcast loads, which leaves only the
+    // in-lane transposes to the shuffle unit (32 shuffles where the general case below does 64).
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; ++m) {
+      __m512 y[4], z[4];
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        const float* chunk = src + static_cast<std::size_t>(p) * ld + 4 * m;
+        __m512 v = _mm512_castps128_ps512(_mm_loadu_ps(chunk));
+        v = _mm512_mask_broadcast_f32x4(v, 0x00F0, _mm_loadu_ps(chunk + 4 * ld));
+        v = _mm512_mask_broadcast_f32x4(v, 0x0F00, _mm_loadu_ps(chunk + 8 * ld));
+        y[p] = _mm512_mask_broadcast_f32x4(v, 0xF000, _mm_loadu_ps(chunk + 12 * ld));
+      }
+      transpose_4x4_lanes(y, z);
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c)
+        transpose_store(dst, ldd, static_cast<std::size_t>(4 * m + c), cols, count, z[c]);
+    }
+    return;
+  }
+  // Rows 4g..4g+3 transposed inside each 128-bit lane (u[4g + c]: in lane q, float 4q + c of
+  // those rows), then the lanes of u[i], u[4 + i], u[8 + i], u[12 + i] regrouped into columns
+  // i, 4 + i, 8 + i, 12 + i: at most 24 vectors live, so none is spilled.
+  __m512 u[16];
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    __m512 y[4], z[4];
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p)
+      y[p] = transpose_row(src, ld, static_cast<std::size_t>(4 * g + p), rows, cols);
+    transpose_4x4_lanes(y, z);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c)
+      u[4 * g + c] = z[c];
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    const __m512 a = _mm512_shuffle_f32x4(u[i], u[4 + i], 0x88);
+    const __m512 b = _mm512_shuffle_f32x4(u[i], u[4 + i], 0xDD);
+    const __m512 c = _mm512_shuffle_f32x4(u[8 + i], u[12 + i], 0x88);
+    const __m512 d = _mm512_shuffle_f32x4(u[8 + i], u[12 + i], 0xDD);
+    const std::size_t col = static_cast<std::size_t>(i);
+    transpose_store(dst, ldd, col, cols, count, _mm512_shuffle_f32x4(a, c, 0x88));
+    transpose_store(dst, ldd, col + 4, cols, count, _mm512_shuffle_f32x4(b, d, 0x88));
+    transpose_store(dst, ldd, col + 8, cols, count, _mm512_shuffle_f32x4(a, c, 0xDD));
+    transpose_store(dst, ldd, col + 12, cols, count, _mm512_shuffle_f32x4(b, d, 0xDD));
+  }
+#else
   constexpr std::size_t L = lanes<A>;
   vfloat<A> r[L];
   for (std::size_t i = 0; i < L; ++i) {
@@ -331,46 +416,6 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
                                  : load_partial<A>(src + i * ld, cols, 0.0f))
                     : vfloat<A>(0.0f);
   }
-#if defined(__AVX512F__)
-  __m512 t[16], u[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    u[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-    u[i + 1] =
-        _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-    u[i + 2] = _mm512_castpd_ps(
-        _mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-    u[i + 3] = _mm512_castpd_ps(
-        _mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-  }
-  // u[4g + k] holds column k (of the 4 x 4 sub-blocks) for rows 4g..4g+3, in each 128-bit lane.
-  for (int i = 0; i < 4; ++i) {
-    t[i] = _mm512_shuffle_f32x4(u[i], u[4 + i], 0x88);
-    t[4 + i] = _mm512_shuffle_f32x4(u[i], u[4 + i], 0xDD);
-    t[8 + i] = _mm512_shuffle_f32x4(u[8 + i], u[12 + i], 0x88);
-    t[12 + i] = _mm512_shuffle_f32x4(u[8 + i], u[12 + i], 0xDD);
-  }
-  for (int i = 0; i < 4; ++i) {
-    // Columns i, 4 + i, 8 + i, 12 + i.
-    const __m512 c0 = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
-    const __m512 c2 = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
-    const __m512 c1 = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0x88);
-    const __m512 c3 = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0xDD);
-    const __m512 cs[4] = {c0, c1, c2, c3};
-    for (int k = 0; k < 4; ++k) {
-      const std::size_t col = static_cast<std::size_t>(4 * k + i);
-      if (col >= cols) continue;
-      if (count == 16) {
-        _mm512_storeu_ps(dst + col * ldd, cs[k]);
-      } else {
-        _mm512_mask_storeu_ps(dst + col * ldd, static_cast<__mmask16>((1u << count) - 1u), cs[k]);
-      }
-    }
-  }
-#else
   alignas(64) float buf[L][L];
   for (std::size_t i = 0; i < L; ++i)
     r[i].store_aligned(buf[i]);
