@@ -535,9 +535,7 @@ class Task {
     } else if (l == 0.0f) {  // fully masked: zeros, by contract
       std::fill(out, out + p_.dv, 0.0f);
     } else {
-      const float inv = 1.0f / l;  // one product per element, as kern_.scale would do
-      for (std::size_t x = 0; x < p_.dv; ++x)
-        out[x] = orow[x] * inv;
+      kern_.scale(orow, out, p_.dv, 1.0f / l);
     }
   }
 
@@ -635,7 +633,7 @@ class Task {
             continue;
           }
           kern_.exp_minus_max_sum(wrow, srow, cols, m);
-          kern_.scale(srow, cols, 1.0f / l);
+          kern_.scale(srow, srow, cols, 1.0f / l);
           std::memcpy(wrow, srow, cols * sizeof(float));
         }
         if (careful) {

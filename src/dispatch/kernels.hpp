@@ -92,8 +92,8 @@ struct Kernels {
   // y[i] = e^(x[i] - max) and returns the sum of the y[i], accumulated in double (softmax's
   // 4 ULP bound needs the sum of up to 65537 terms to within 1 ULP); y may equal x.
   double (*exp_minus_max_sum)(const float* x, float* y, std::size_t n, float max);
-  // y[i] *= s.
-  void (*scale)(float* y, std::size_t n, float s);
+  // y[i] = x[i] * s; y may equal x.
+  void (*scale)(const float* x, float* y, std::size_t n, float s);
 
   std::size_t gemm_mr;
   std::size_t gemm_nr;

@@ -27,7 +27,7 @@ inline void softmax_row(const Kernels& kern, const float* x, float* y, std::size
       y[j] = NAN;
     return;
   }
-  kern.scale(y, n, static_cast<float>(1.0 / sum));
+  kern.scale(y, y, n, static_cast<float>(1.0 / sum));
 }
 
 }  // namespace attn::detail

@@ -8,7 +8,7 @@
   void exp(const float* x, float* y, std::size_t n);                            \
   float reduce_max(const float* x, std::size_t n);                              \
   double exp_minus_max_sum(const float* x, float* y, std::size_t n, float max); \
-  void scale(float* y, std::size_t n, float s);                                 \
+  void scale(const float* x, float* y, std::size_t n, float s);                 \
   }
 
 namespace attn::detail {

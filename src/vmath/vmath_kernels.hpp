@@ -27,7 +27,7 @@ struct exp_minus_max_sum_kernel {
 };
 struct scale_kernel {
   template <class A>
-  void operator()(A, float* y, std::size_t n, float s) const;
+  void operator()(A, const float* x, float* y, std::size_t n, float s) const;
 };
 
 namespace expf_impl {
@@ -203,15 +203,15 @@ double exp_minus_max_sum_kernel::operator()(A, const float* x, float* y, std::si
 }
 
 template <class A>
-void scale_kernel::operator()(A, float* y, std::size_t n, float s) const {
+void scale_kernel::operator()(A, const float* x, float* y, std::size_t n, float s) const {
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
   const V vs(s);
   std::size_t i = 0;
   for (; i + L <= n; i += L)
-    (V::load_unaligned(y + i) * vs).store_unaligned(y + i);
+    (V::load_unaligned(x + i) * vs).store_unaligned(y + i);
   for (; i < n; ++i)
-    y[i] *= s;
+    y[i] = x[i] * s;
 }
 
 }  // namespace ATTN_ISA_NS

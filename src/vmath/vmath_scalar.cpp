@@ -80,9 +80,9 @@ double exp_minus_max_sum(const float* x, float* y, std::size_t n, float max) {
   return sum;
 }
 
-void scale(float* y, std::size_t n, float s) {
+void scale(const float* x, float* y, std::size_t n, float s) {
   for (std::size_t i = 0; i < n; ++i)
-    y[i] *= s;
+    y[i] = x[i] * s;
 }
 
 }  // namespace attn::detail::scalar
