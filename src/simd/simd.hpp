@@ -319,25 +319,6 @@ namespace attn::detail {
 namespace ATTN_ISA_NS {
 
 #if defined(__AVX512F__)
-// Row i of a transpose_block input: `cols` floats, or zeros past the last row.
-inline __m512 transpose_row(const float* src, std::size_t ld, std::size_t i, std::size_t rows,
-                            std::size_t cols) {
-  if (i >= rows) return _mm512_setzero_ps();
-  if (cols == 16) return _mm512_loadu_ps(src + i * ld);
-  return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << cols) - 1u), src + i * ld);
-}
-
-// Stores column `col` of a transposed block (its first `count` floats) unless col >= cols.
-inline void transpose_store(float* dst, std::size_t ldd, std::size_t col, std::size_t cols,
-                            std::size_t count, __m512 v) {
-  if (col >= cols) return;
-  if (count == 16) {
-    _mm512_storeu_ps(dst + col * ldd, v);
-  } else {
-    _mm512_mask_storeu_ps(dst + col * ldd, static_cast<__mmask16>((1u << count) - 1u), v);
-  }
-}
-
 // The in-lane part of a 16 x 16 transpose: y[p] holds, in 128-bit lane q, 4 floats of row
 // 4q + p; z[c] gets, in lane q, float c of those 4 from rows 4q..4q+3.
 inline void transpose_4x4_lanes(const __m512 (&y)[4], __m512 (&z)[4]) {
@@ -358,7 +339,14 @@ inline void transpose_4x4_lanes(const __m512 (&y)[4], __m512 (&z)[4]) {
 template <class A>
 inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, std::size_t cols,
                             float* dst, std::size_t ldd, std::size_t count) {
+  using V = vfloat<A>;
+  const auto row = [&](std::size_t i) {
+    return i < rows ? load_n<A>(src + i * ld, cols, 0.0f) : V(0.0f);
+  };
 #if defined(__AVX512F__)
+  const auto store_column = [&](std::size_t col, V v) {
+    if (col < cols) store_n<A>(dst + col * ldd, count, v);
+  };
   if (rows == 16 && cols == 16) {
     // A whole block: 4-float chunk m of rows p, 4 + p, 8 + p, 12 + p lands in the four 128-bit
     // lanes of one vector by one load and three masked broadcast loads, which leaves only the
@@ -377,7 +365,7 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
       transpose_4x4_lanes(y, z);
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c)
-        transpose_store(dst, ldd, static_cast<std::size_t>(4 * m + c), cols, count, z[c]);
+        store_column(static_cast<std::size_t>(4 * m + c), z[c]);
     }
     return;
   }
@@ -390,7 +378,7 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
     __m512 y[4], z[4];
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p)
-      y[p] = transpose_row(src, ld, static_cast<std::size_t>(4 * g + p), rows, cols);
+      y[p] = row(static_cast<std::size_t>(4 * g + p));
     transpose_4x4_lanes(y, z);
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c)
@@ -403,22 +391,16 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
     const __m512 c = _mm512_shuffle_f32x4(u[8 + i], u[12 + i], 0x88);
     const __m512 d = _mm512_shuffle_f32x4(u[8 + i], u[12 + i], 0xDD);
     const std::size_t col = static_cast<std::size_t>(i);
-    transpose_store(dst, ldd, col, cols, count, _mm512_shuffle_f32x4(a, c, 0x88));
-    transpose_store(dst, ldd, col + 4, cols, count, _mm512_shuffle_f32x4(b, d, 0x88));
-    transpose_store(dst, ldd, col + 8, cols, count, _mm512_shuffle_f32x4(a, c, 0xDD));
-    transpose_store(dst, ldd, col + 12, cols, count, _mm512_shuffle_f32x4(b, d, 0xDD));
+    store_column(col, _mm512_shuffle_f32x4(a, c, 0x88));
+    store_column(col + 4, _mm512_shuffle_f32x4(b, d, 0x88));
+    store_column(col + 8, _mm512_shuffle_f32x4(a, c, 0xDD));
+    store_column(col + 12, _mm512_shuffle_f32x4(b, d, 0xDD));
   }
 #else
   constexpr std::size_t L = lanes<A>;
-  vfloat<A> r[L];
-  for (std::size_t i = 0; i < L; ++i) {
-    r[i] = i < rows ? (cols == L ? vfloat<A>::load_unaligned(src + i * ld)
-                                 : load_partial<A>(src + i * ld, cols, 0.0f))
-                    : vfloat<A>(0.0f);
-  }
   alignas(64) float buf[L][L];
   for (std::size_t i = 0; i < L; ++i)
-    r[i].store_aligned(buf[i]);
+    row(i).store_aligned(buf[i]);
   for (std::size_t c = 0; c < cols; ++c) {
     for (std::size_t i = 0; i < count; ++i)
       dst[c * ldd + i] = buf[i][c];
