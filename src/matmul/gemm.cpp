@@ -129,13 +129,16 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
 }
 
 // One no-packing tile: C rows [i0, i0 + rows) x columns [j0, j0 + NR) (cut at n), B's column j0
-// at bj with row stride ldb; a last panel at most one vector wide takes the narrow kernel.
-void direct_tile(const Kernels& kern, const GemmShape& s, float alpha, const GemmOperand& a,
-                 std::size_t i0, std::size_t rows, const float* bj, std::size_t ldb, std::size_t j0,
-                 float beta, float* c, std::size_t ldc, const float* bias) {
-  const std::size_t cols = std::min(kern.gemm_direct_nr, s.n - j0);
-  const GemmDirectKernel kernel =
-      cols <= kern.gemm_direct_narrow_nr ? kern.gemm_direct_narrow : kern.gemm_direct;
+// at bj with row stride ldb; a last panel at most one vector wide takes the narrow kernel, and
+// `wide` the wide tile (NR = gemm_nr, see use_direct_wide).
+void direct_tile(const Kernels& kern, bool wide, const GemmShape& s, float alpha,
+                 const GemmOperand& a, std::size_t i0, std::size_t rows, const float* bj,
+                 std::size_t ldb, std::size_t j0, float beta, float* c, std::size_t ldc,
+                 const float* bias) {
+  const std::size_t cols = std::min(wide ? kern.gemm_nr : kern.gemm_direct_nr, s.n - j0);
+  const GemmDirectKernel kernel = wide                                 ? kern.gemm_direct_wide
+                                  : cols <= kern.gemm_direct_narrow_nr ? kern.gemm_direct_narrow
+                                                                       : kern.gemm_direct;
   kernel(s.k, a.data + i0 * a.rs, a.rs, bj, ldb, c + i0 * ldc + j0, ldc, alpha, beta, rows, cols,
          bias ? bias + j0 : nullptr);
 }
@@ -147,20 +150,9 @@ void direct_tile(const Kernels& kern, const GemmShape& s, float alpha, const Gem
 void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                  const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
                  const float* bias, float* panels) {
-  if (use_direct_wide(kern, s, b)) {
-    const std::size_t mr = kern.gemm_direct_wide_mr;
-    run_parallel(threads, [&](int t, int nt) {
-      std::size_t begin, end;
-      static_range((s.m + mr - 1) / mr, t, nt, &begin, &end);
-      for (std::size_t ib = begin; ib < end; ++ib) {
-        const std::size_t i0 = ib * mr, rows = std::min(mr, s.m - i0);
-        kern.gemm_direct_wide(s.k, a.data + i0 * a.rs, a.rs, b.data, b.rs, c + i0 * ldc, ldc, alpha,
-                              beta, rows, s.n, bias);
-      }
-    });
-    return;
-  }
-  const std::size_t mr = kern.gemm_direct_mr, nr = kern.gemm_direct_nr;
+  const bool wide = use_direct_wide(kern, s, b);
+  const std::size_t mr = wide ? kern.gemm_direct_wide_mr : kern.gemm_direct_mr;
+  const std::size_t nr = wide ? kern.gemm_nr : kern.gemm_direct_nr;
   const std::size_t blocks = (s.m + mr - 1) / mr;
   const bool packed = direct_packs_b(b);
   const std::size_t ldb = packed ? nr : b.rs;
@@ -179,7 +171,7 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
       const std::size_t i0 = ib * mr, rows = std::min(mr, s.m - i0);
       for (std::size_t j0 = 0; j0 < s.n; j0 += nr) {
         const float* bj = packed ? panels + j0 * s.k : b.data + j0;
-        direct_tile(kern, s, alpha, a, i0, rows, bj, ldb, j0, beta, c, ldc, bias);
+        direct_tile(kern, wide, s, alpha, a, i0, rows, bj, ldb, j0, beta, c, ldc, bias);
       }
     }
   });
@@ -209,7 +201,7 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
   if (s.m <= kern.gemm_direct_mr && s.n <= kern.gemm_direct_nr && b.cs == 1 &&
       use_direct(s, a, b)) {
     // One no-packing tile (the seed's 6 x 16 x 64): gemm_direct's only call, without its loops.
-    direct_tile(kern, s, alpha, a, 0, s.m, b.data, b.rs, 0, beta, c, ldc, bias);
+    direct_tile(kern, false, s, alpha, a, 0, s.m, b.data, b.rs, 0, beta, c, ldc, bias);
     return;
   }
   threads = effective_threads(threads, s);
