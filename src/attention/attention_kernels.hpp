@@ -80,36 +80,45 @@ void pv_kernel<MR, NV, LDA>::operator()(A, std::size_t k, const float* p, const 
   }
 }
 
-// The rows run in groups of L: the row maxima of a group first (independent reductions), then its
-// new maxima and correction factors alpha as one vector (one exp for L rows), then the
-// exponentials and their row sums, then l as one vector. Per row, only the exponentials remain
-// on a dependency chain; a row at a time, each row's max -> exp -> sum chain ran in series.
+// The rows run in groups of L: the row maxima of a group first (independent reductions, each
+// row's vector of lane maxima folded into one lane of a vector by max_each), then its new maxima
+// and correction factors alpha as one vector (one exp for L rows), then the exponentials and
+// their row sums (vectors folded by sum_each), then l as one vector. Per row, only the
+// exponentials remain on a dependency chain, and no row ends in a horizontal reduction of its own
+// (perf: the softmax's share of the samples of attention 1x12x512x64, 13.1% -> 11.3%).
 template <class A>
 void online_softmax_kernel::operator()(A, float* s, std::size_t ld, std::size_t rows,
                                        std::size_t cols, float* m, float* l, float* alpha) const {
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
-  alignas(64) float row_max[L], m_new[L], row_sum[L];
+  alignas(64) float m_new[L];
+  V part[L];  // per row of the group: lane maxima, then lane sums
   for (std::size_t i0 = 0; i0 < rows; i0 += L) {
     const std::size_t g = rows - i0 < L ? rows - i0 : L;
-    for (std::size_t r = 0; r < g; ++r) {
-      const float* row = s + (i0 + r) * ld;
+    for (std::size_t r = 0; r < L; ++r) {
       V vm(-INFINITY);
-      std::size_t j = 0;
-      for (; j + L <= cols; j += L)
-        vm = xsimd::max(vm, V::load_unaligned(row + j));
-      if (j < cols) vm = xsimd::max(vm, load_partial<A>(row + j, cols - j, -INFINITY));
-      row_max[r] = reduce_max<A>(vm);
+      if (r < g) {
+        const float* row = s + (i0 + r) * ld;
+        std::size_t j = 0;
+        for (; j + L <= cols; j += L)
+          vm = xsimd::max(vm, V::load_unaligned(row + j));
+        if (j < cols) vm = xsimd::max(vm, load_partial<A>(row + j, cols - j, -INFINITY));
+      }
+      part[r] = vm;
     }
     // A NaN row max compares false and keeps the old max; the NaN reaches l through the sum.
-    const V mo = load_n<A>(m + i0, g, -INFINITY), rm = load_n<A>(row_max, g, -INFINITY);
+    const V mo = load_n<A>(m + i0, g, -INFINITY), rm = max_each<A>(part);
     const V mn = xsimd::select(rm > mo, rm, mo);
     const V inf(INFINITY);
     const V a = xsimd::select(
         mn == -inf, V(1.0f),
         xsimd::select(mo == -inf, V(0.0f), expf_impl::exp_nonpositive_flush<A>(mo - mn)));
     mn.store_aligned(m_new);
-    for (std::size_t r = 0; r < g; ++r) {
+    for (std::size_t r = 0; r < L; ++r) {
+      if (r >= g) {
+        part[r] = V(0.0f);
+        continue;
+      }
       float* row = s + (i0 + r) * ld;
       if (m_new[r] == -INFINITY) {  // nothing attended yet: zeros, and NaN in l if the row held one
         bool nan = false;
@@ -117,7 +126,7 @@ void online_softmax_kernel::operator()(A, float* s, std::size_t ld, std::size_t 
           nan = nan || row[t] != row[t];  // not std::isnan: no shared inline code in ISA objects
           row[t] = 0.0f;
         }
-        row_sum[r] = nan ? NAN : 0.0f;
+        part[r] = V(nan ? NAN : 0.0f);
         continue;
       }
       const V vmax(m_new[r]);
@@ -143,11 +152,11 @@ void online_softmax_kernel::operator()(A, float* s, std::size_t ld, std::size_t 
         store_partial<A>(row + j, n, e);
         sum1 += xsimd::select(lane_index<A>() < V(static_cast<float>(n)), e, V(0.0f));
       }
-      row_sum[r] = reduce_add<A>(sum0 + sum1);
+      part[r] = sum0 + sum1;
     }
     const V lo = load_n<A>(l + i0, g, 0.0f);
     store_n<A>(alpha + i0, g, a);
-    store_n<A>(l + i0, g, fmadd<A>(a, lo, load_n<A>(row_sum, g, 0.0f)));
+    store_n<A>(l + i0, g, fmadd<A>(a, lo, sum_each<A>(part)));
     store_n<A>(m + i0, g, mn);
   }
 }

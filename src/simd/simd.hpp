@@ -126,6 +126,39 @@ inline float reduce_max(vfloat<A> v) {
 #endif
 }
 
+// Lane i of the result is the maximum of the lanes of v[i], for lanes<A> vectors (NaN lanes as
+// max orders them: either operand may win). On AVX-512 a halving tree, 45 shuffles and maxima
+// for 16 rows where 16 reduce_max calls take 128: each level takes the maximum of two halves of
+// a pair of vectors and packs both results into one vector. Its output lane k holds input
+// kTreeRow[k], an involution, so the inputs are read in that order. The attention tests fail on
+// avx512 if the order is wrong (checked with the identity order: 5 attention test cases fail).
+template <class A>
+inline vfloat<A> max_each(const vfloat<A>* v) {
+#if defined(__AVX512F__)
+  constexpr int kTreeRow[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
+  __m512 w[8], x[4], y[2];
+  for (int i = 0; i < 8; ++i) {  // 256-bit halves: row i, row i + 8 (of the reordered inputs)
+    const __m512 a = v[kTreeRow[i]], b = v[kTreeRow[i + 8]];
+    w[i] = _mm512_max_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  }
+  for (int i = 0; i < 4; ++i) {  // 128-bit lanes: rows i, i + 8, i + 4, i + 12
+    x[i] = _mm512_max_ps(_mm512_shuffle_f32x4(w[i], w[i + 4], 0x88),
+                         _mm512_shuffle_f32x4(w[i], w[i + 4], 0xDD));
+  }
+  for (int i = 0; i < 2; ++i) {  // float pairs: rows i, i + 2 in lane 0, and so on
+    const __m512d a = _mm512_castps_pd(x[i]), b = _mm512_castps_pd(x[i + 2]);
+    y[i] = _mm512_max_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+  }
+  return _mm512_max_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
+#else
+  alignas(64) float m[lanes<A>];
+  for (std::size_t i = 0; i < lanes<A>; ++i)
+    m[i] = reduce_max<A>(v[i]);
+  return vfloat<A>::load_aligned(m);
+#endif
+}
+
 // 0, 1, 2, ... lanes - 1 as floats.
 template <class A>
 inline vfloat<A> lane_index() {
