@@ -322,17 +322,6 @@ class Task {
     return kern_.all_finite(pack_.v + k0 * pack_.ldv, pack_.ldv, cols, p_.dv);
   }
 
-  // Starts loading V rows [k0, k0 + cols) while the scores stream K: with few rows per tile
-  // (Plan::direct_k) the tile's arithmetic is too short to hide memory latency otherwise.
-  void prefetch_v(std::size_t k0, std::size_t cols) const {
-    if (p_.dv == 0) return;  // and V may have no data
-    for (std::size_t j = k0; j < k0 + cols; ++j) {
-      const char* row = reinterpret_cast<const char*>(pack_.v + j * pack_.ldv);
-      for (std::size_t b = 0; b < p_.dv * sizeof(float); b += 64)
-        __builtin_prefetch(row + b);
-    }
-  }
-
   // The keys [*lo, *hi) of the tile [k0, k0 + cols), as offsets into it, that some row of the
   // slots [ib, ib + m) of a pass may attend: on a tile the structural mask cuts (`cut`), the hull
   // of those rows' ranges (empty when none attends a key of the tile), else the whole tile. The
@@ -362,9 +351,14 @@ class Task {
     const std::size_t mr = p_.mr, nr = p_.nr, dk = p_.dk, n = pass_rows(pass);
     const float* q = w_.q + pass * p_.bq * dk;
     if (p_.direct_k) {
+      DirectPrefetch pf;
+      pf.v = p_.dv > 0 ? pack_.v + k0 * pack_.ldv : nullptr;  // V may have no data
+      pf.ldv = pack_.ldv;
+      pf.v_bytes = p_.dv * sizeof(float);
+      pf.k_rows = kc1_ - k0;
       kern_.attention_scores_direct(q, dk, n, row_ptr(call_.k, ti_.b, ti_.kvh, k0),
                                     static_cast<std::size_t>(call_.k.strides[2]), cols, dk,
-                                    d_.scale, w_.s, p_.bk);
+                                    d_.scale, w_.s, p_.bk, pf);
       return;
     }
     const float* k_tile = pack_.k + k0 * dk;  // k0 is a multiple of NR
@@ -435,6 +429,24 @@ class Task {
     if (p_.dv == 0) return;  // and V may have no data
     float* o = w_.o + state(pass, 0) * p_.dv_pad;
     const float* v_tile = pack_.v + k0 * pack_.ldv;
+    if (p_.direct_k && kern_.attention_pv_few != nullptr) {
+      // One row block (n <= kDirectRows): panels as wide as attention_pv_few takes (one pass over
+      // the tile's V rows per panel, so fewer and longer runs of each row; measured 0.91-0.93x
+      // the time of NR-wide panels on both attention_decode shapes), then NR-wide ones.
+      std::size_t lo, hi;
+      block_keys(cut, 0, n, k0, cols, &lo, &hi);
+      const std::size_t fnr = kern_.attention_pv_few_nr;
+      std::size_t j0 = 0;
+      for (; j0 + fnr <= p_.dv_pad; j0 += fnr) {
+        kern_.attention_pv_few(hi - lo, w_.s + lo, v_tile + lo * pack_.ldv + j0, pack_.ldv, o + j0,
+                               p_.dv_pad, row_scale, n);
+      }
+      for (; j0 < p_.dv_pad; j0 += nr) {
+        kern_.attention_pv(hi - lo, w_.s + lo, v_tile + lo * pack_.ldv + j0, pack_.ldv, o + j0,
+                           p_.dv_pad, row_scale, n);
+      }
+      return;
+    }
     for (std::size_t ib = 0; ib < n; ib += mr) {
       std::size_t lo, hi;
       block_keys(cut, ib, std::min(mr, n - ib), k0, cols, &lo, &hi);
@@ -488,7 +500,6 @@ class Task {
       const std::size_t cols = std::min(p_.bk, end - k0);
       const bool cut = tile_is_cut(k0, cols);
       const bool careful = (cut || careful_mask) && !v_finite(k0, cols);
-      if (p_.direct_k) prefetch_v(k0, cols);
       for (std::size_t pass = 0; pass < passes_; ++pass) {
         const std::size_t s0 = state(pass, 0);
         scores(pass, k0, cols, cut);

@@ -168,7 +168,7 @@ struct scores_direct_kernel {
   template <class A>
   void operator()(A, const float* q, std::size_t ldq, std::size_t rows, const float* k,
                   std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
-                  std::size_t lds) const {
+                  std::size_t lds, DirectPrefetch pf) const {
     if (dk == 0) {  // q and k may be null
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t j = 0; j < keys; ++j)
@@ -181,23 +181,25 @@ struct scores_direct_kernel {
       const float* qr = q + r0 * ldq;
       float* sr = s + r0 * lds;
       if (n == 1) {
-        tile<A, 1>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds);
+        tile<A, 1>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds, pf);
       } else if (n == 2) {
-        tile<A, 2>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds);
+        tile<A, 2>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds, pf);
       } else {
-        tile<A, 4>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds);
+        tile<A, 4>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds, pf);
       }
+      pf = DirectPrefetch{};  // the first group of rows prefetched them
     }
   }
 
   template <class A, int R>
   static void tile(const float* q, std::size_t ldq, std::size_t rows, const float* k,
                    std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
-                   std::size_t lds) {
+                   std::size_t lds, DirectPrefetch pf) {
     using V = vfloat<A>;
     constexpr std::size_t L = lanes<A>;
     constexpr int T = L >= 8 ? static_cast<int>(L) : 8;
     constexpr int U = T / R;
+    const std::size_t ahead = kDirectKAheadBytes / (dk * sizeof(float)) + 1;  // dk > 0 here
     const float* qr[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {  // rows past `rows` repeat row 0; their sums are dropped
@@ -209,6 +211,19 @@ struct scores_direct_kernel {
 #pragma GCC unroll 16
       for (int u = 0; u < U; ++u)
         kr[u] = k + (j + (static_cast<std::size_t>(u) < nk ? u : 0)) * ldk;
+      // Key rows kDirectKAheadBytes ahead (in this tile or the next), and this group's V rows.
+      for (std::size_t u = 0; u < nk && j + u + ahead < pf.k_rows; ++u) {
+        const char* row = reinterpret_cast<const char*>(k + (j + u + ahead) * ldk);
+        for (std::size_t b = 0; b < dk * sizeof(float); b += 64)
+          __builtin_prefetch(row + b);
+      }
+      if (pf.v != nullptr) {
+        for (std::size_t u = 0; u < nk; ++u) {
+          const char* row = reinterpret_cast<const char*>(pf.v + (j + u) * pf.ldv);
+          for (std::size_t b = 0; b < pf.v_bytes; b += 64)
+            __builtin_prefetch(row + b);
+        }
+      }
       V acc[R * U];
 #pragma GCC unroll 16
       for (int i = 0; i < R * U; ++i)

@@ -3,6 +3,8 @@
 
 #include <cstddef>
 
+#include "dispatch/kernels.hpp"
+
 #define ATTN_DECLARE_ATTENTION_KERNELS(isa, pv)                                                    \
   namespace isa {                                                                                  \
   void pv(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,                \
@@ -15,8 +17,10 @@
   void pack_kt(const float* k, std::size_t ldk, std::size_t keys, std::size_t dk, float* dst);     \
   void scores_direct(const float* q, std::size_t ldq, std::size_t rows, const float* k,            \
                      std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,     \
-                     std::size_t lds);                                                             \
+                     std::size_t lds, DirectPrefetch pf);                                          \
   bool all_finite(const float* x, std::size_t ld, std::size_t rows, std::size_t cols);             \
+  void pv_few(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,            \
+              std::size_t ldc, const float* row_scale, std::size_t m);                             \
   void scores_q_in_place(std::size_t k, const float* a, std::size_t lda, const float* b,           \
                          std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,      \
                          std::size_t m, std::size_t n, const float* bias);                         \

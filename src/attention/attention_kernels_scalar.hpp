@@ -3,6 +3,8 @@
 
 #include <cstddef>
 
+#include "dispatch/kernels.hpp"
+
 namespace attn::detail::scalar {
 
 // MR = 4, NR = 4, P row stride 64.
@@ -10,7 +12,7 @@ void pv_kernel_4x4_bk64(std::size_t k, const float* p, const float* b, std::size
                         std::size_t ldc, const float* row_scale, std::size_t m);
 void scores_direct(const float* q, std::size_t ldq, std::size_t rows, const float* k,
                    std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
-                   std::size_t lds);
+                   std::size_t lds, DirectPrefetch pf);
 bool all_finite(const float* x, std::size_t ld, std::size_t rows, std::size_t cols);
 void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols, float* m,
                     float* l, float* alpha);

@@ -66,10 +66,29 @@ using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys,
 // head are too few to repay packing K (decoding): s[r * lds + j] = scale * sum_x q[r * ldq + x] *
 // k[j * ldk + x] for r < rows <= kDirectRows, j < keys. With dk == 0 the scores are 0 (q and k
 // may then be null).
+//
+// Decoding streams K and V from memory once, so the kernel also prefetches into L1 (results do
+// not depend on it): with key j, the key row kDirectKAheadBytes ahead if it is below pf.k_rows
+// (the rows the caller may read, past this tile too), and row j of pf.v (pf.v_bytes at
+// pf.v + j * pf.ldv; none when pf.v is null), the V rows P * V reads next. Measured on Zen 5
+// (bench/ab, 8 rounds, medians), attention_decode 1x32x8x1x4096x128, whose 33.5 MB of K and V
+// come from DRAM: 1.39 ms with the V tile prefetched before the scores and no K prefetch, 0.95 ms
+// with this and the wide P * V panels (attention_pv_few); K ahead by 4 or 16 KiB was no better,
+// prefetching every other line 1.07-1.13x slower. Where K and V stay in L3 (1x12x12x1x1024x64,
+// 6.3 MB, hot between benchmark iterations) the hardware prefetchers keep up, and the prefetch
+// instructions cost: 1.03-1.05x the time without the K prefetch.
 constexpr std::size_t kDirectRows = 4;
+constexpr std::size_t kDirectKAheadBytes = 8192;
+struct DirectPrefetch {
+  const float* v = nullptr;
+  std::size_t ldv = 0;
+  std::size_t v_bytes = 0;
+  std::size_t k_rows = 0;
+};
 using ScoresDirectKernel = void (*)(const float* q, std::size_t ldq, std::size_t rows,
                                     const float* k, std::size_t ldk, std::size_t keys,
-                                    std::size_t dk, float scale, float* s, std::size_t lds);
+                                    std::size_t dk, float scale, float* s, std::size_t lds,
+                                    DirectPrefetch pf);
 
 // The latency path of attention: one query row against lk <= kSmallRowKeys keys read in place
 // (no packing). allowed[j] != 0 marks the keys the mask lets the row attend (the others are
@@ -138,6 +157,13 @@ struct Kernels {
   SoftmaxTileKernel attention_softmax;
   PackKtKernel attention_pack_kt;
   ScoresDirectKernel attention_scores_direct;
+  // P * V for at most kDirectRows rows (decoding, Plan::direct_k) on V panels of
+  // attention_pv_few_nr columns, wider than attention_nr so that each V row is read in longer
+  // runs of whole lines; nullptr (and 0) where the ISA has none. AVX-512 only (4 x 64): AVX2 and
+  // SSE2 have 16 registers, which 16 accumulators would fill; NEON could hold 4 x 16 but is not
+  // measured (no AArch64 hardware here), so it keeps its NR-wide panels.
+  std::size_t attention_pv_few_nr;
+  PvUkernel attention_pv_few;
   // True if x[r * ld + c] is finite for every r < rows, c < cols.
   bool (*all_finite)(const float* x, std::size_t ld, std::size_t rows, std::size_t cols);
   SmallRowKernel attention_small_row;

@@ -42,4 +42,7 @@
     56, 128                   \
   }
 #define ATTN_ATTENTION_PV pv_kernel_14x32_bk128
+// Decoding's P*V (at most 4 rows): 64-wide panels (4 x 4 accumulators), as in
+// attention/attention_kernels_avx512.cpp.
+#define ATTN_PV_FEW_NV 4
 #include "dispatch/kernels_table.inc"

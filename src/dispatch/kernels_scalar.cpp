@@ -43,6 +43,8 @@ const Kernels kScalarKernels = {
     &scalar::online_softmax,
     &scalar::pack_kt_4,
     &scalar::scores_direct,
+    0,
+    nullptr,
     &scalar::all_finite,
     &scalar::small_row,
 };
