@@ -159,7 +159,8 @@ struct Kernels {
   ScoresDirectKernel attention_scores_direct;
   // P * V for at most kDirectRows rows (decoding, Plan::direct_k) on V panels of
   // attention_pv_few_nr columns, wider than attention_nr so that each V row is read in longer
-  // runs of whole lines; nullptr (and 0) where the ISA has none. AVX-512 only (4 x 64): AVX2 and
+  // runs of whole lines (one row: pv_kernel_row, the keys split over 4 accumulator sets; two rows:
+  // a 2-row tile); nullptr (and 0) where the ISA has none. AVX-512 only (4 x 64): AVX2 and
   // SSE2 have 16 registers, which 16 accumulators would fill; NEON could hold 4 x 16 but is not
   // measured (no AArch64 hardware here), so it keeps its NR-wide panels.
   std::size_t attention_pv_few_nr;
