@@ -6,5 +6,7 @@
 #define ATTN_PV_NV 2
 #define ATTN_PV_BK 128
 #define ATTN_PV_FEW_NV 4  // as in dispatch/kernels_avx512.cpp
+#define ATTN_PV_FEW_SPLIT 4
+#define ATTN_PV_FEW_NV4 4
 #define ATTN_PV_NAME pv_kernel_14x32_bk128
 #include "attention/attention_kernels_isa.inc"

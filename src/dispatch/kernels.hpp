@@ -159,10 +159,12 @@ struct Kernels {
   ScoresDirectKernel attention_scores_direct;
   // P * V for at most kDirectRows rows (decoding, Plan::direct_k) on V panels of
   // attention_pv_few_nr columns, wider than attention_nr so that each V row is read in longer
-  // runs of whole lines (one row: pv_kernel_row, the keys split over 4 accumulator sets; two rows:
-  // a 2-row tile); nullptr (and 0) where the ISA has none. AVX-512 only (4 x 64): AVX2 and
-  // SSE2 have 16 registers, which 16 accumulators would fill; NEON could hold 4 x 16 but is not
-  // measured (no AArch64 hardware here), so it keeps its NR-wide panels.
+  // runs of whole lines (one row: pv_kernel_row, the keys split over accumulator sets; two rows:
+  // a 2-row tile; 3 or 4: 4-row tiles as wide as the registers allow). 4 vectors wide on AVX-512,
+  // AVX2 and SSE2 (64, 32, 16 floats); nullptr (and 0) on NEON, which keeps its NR-wide panels
+  // (not measured: no AArch64 hardware here), and scalar. bench/ab, 4 rounds, time against the
+  // NR-wide panels: attention_decode 1x12x12x1x1024x64 avx2 0.84x, sse2 0.65x; 1x32x8x1x4096x128
+  // avx2 0.91x, sse2 0.83x (avx512: see pv_kernel_row and a0a183c).
   std::size_t attention_pv_few_nr;
   PvUkernel attention_pv_few;
   // True if x[r * ld + c] is finite for every r < rows, c < cols.

@@ -28,4 +28,7 @@
     48, 128                   \
   }
 #define ATTN_ATTENTION_PV pv_kernel_6x16_bk128
+// Decoding's P*V (at most 4 rows): 32-wide panels, as in
+// attention/attention_kernels_avx2.cpp.
+#define ATTN_PV_FEW_NV 4
 #include "dispatch/kernels_table.inc"

@@ -26,4 +26,7 @@
     48, 64                    \
   }
 #define ATTN_ATTENTION_PV pv_kernel_6x8_bk64
+// Decoding's P*V (at most 4 rows): 16-wide panels, as in
+// attention/attention_kernels_sse2.cpp.
+#define ATTN_PV_FEW_NV 4
 #include "dispatch/kernels_table.inc"
