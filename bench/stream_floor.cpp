@@ -151,6 +151,10 @@ void run(std::size_t heads, std::size_t keys, std::size_t dim, std::size_t tile,
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 || argc == 3 || argc > 6) {
+    std::fprintf(stderr, "usage: %s [kv_heads keys dim [tile [offset_bytes]]]\n", argv[0]);
+    return 2;
+  }
   if (argc >= 4) {
     const std::size_t tile = argc >= 5 ? std::strtoul(argv[4], nullptr, 10) : 128;
     const std::size_t offset = argc >= 6 ? std::strtoul(argv[5], nullptr, 10) / sizeof(float) : 0;

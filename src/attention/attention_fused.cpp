@@ -430,9 +430,10 @@ class Task {
     float* o = w_.o + state(pass, 0) * p_.dv_pad;
     const float* v_tile = pack_.v + k0 * pack_.ldv;
     if (p_.direct_k && kern_.attention_pv_few != nullptr) {
-      // One row block (n <= kDirectRows): panels as wide as attention_pv_few takes (one pass over
-      // the tile's V rows per panel, so fewer and longer runs of each row; measured 0.91-0.93x
-      // the time of NR-wide panels on both attention_decode shapes), then NR-wide ones.
+      // One row block (n <= kDirectRows): panels as wide as attention_pv_few takes (fewer and
+      // longer runs of each V row than NR-wide panels; on AVX2 and SSE2 3 or 4 rows take each
+      // panel in two halves; measured on AVX-512 0.91-0.93x the time of NR-wide panels on both
+      // attention_decode shapes), then NR-wide ones (attention_pv_few_nr is a multiple of NR).
       std::size_t lo, hi;
       block_keys(cut, 0, n, k0, cols, &lo, &hi);
       const std::size_t fnr = kern_.attention_pv_few_nr;
