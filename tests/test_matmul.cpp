@@ -113,6 +113,9 @@ TEST_CASE("matmul alpha, beta, strides, deep k and tile multiples", "[matmul]") 
       // Row-major A and B too large for the no-packing path (B over half of L2), and one that
       // takes it with a transposed B.
       {70, 1100, 130, Transpose::no, Transpose::no, -0.5f, 1.0f, 2},
+      // Row-major A with k > 1024 (packed): KC blocks of 512, 512 and 7 columns, a last A panel
+      // of 1 row (AVX-512 packs 6-row panels 16 columns at a time).
+      {13, 37, 1031, Transpose::no, Transpose::no, 1.0f, 0.0f, 1},
       {45, 90, 200, Transpose::no, Transpose::yes, 1.0f, 0.5f, 3},
   };
   for (attn::Isa isa : attn_test::test_isas()) {
