@@ -429,6 +429,38 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
     store_column(col + 8, _mm512_shuffle_f32x4(a, c, 0xDD));
     store_column(col + 12, _mm512_shuffle_f32x4(b, d, 0xDD));
   }
+#elif defined(__AVX2__)
+  // The 8 x 8 transpose in registers (24 shuffles). Columns are stored in order, whole vectors
+  // where the 8 - count floats past a column land in the next column's slots (count == ldd: the
+  // GEMM's 6-row A panels), which its own store then overwrites; only the last column of such a
+  // block takes a masked store (slow on AMD cores, so one per block).
+  __m256 t[8], u[8];
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    const __m256 r0 = row(static_cast<std::size_t>(2 * g)),
+                 r1 = row(static_cast<std::size_t>(2 * g + 1));
+    t[2 * g] = _mm256_unpacklo_ps(r0, r1);
+    t[2 * g + 1] = _mm256_unpackhi_ps(r0, r1);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {  // rows 4h..4h+3
+    u[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
+    u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xEE);
+    u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
+    u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
+  }
+  const bool spill_ok = count == lanes<A> || count == ldd;
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; ++c) {
+    const std::size_t col = static_cast<std::size_t>(c);
+    if (col >= cols) break;
+    const __m256 v = _mm256_permute2f128_ps(u[c % 4], u[4 + c % 4], c < 4 ? 0x20 : 0x31);
+    if (count == lanes<A> || (spill_ok && col + 1 < cols)) {
+      _mm256_storeu_ps(dst + col * ldd, v);
+    } else {
+      store_partial<A>(dst + col * ldd, count, v);
+    }
+  }
 #else
   constexpr std::size_t L = lanes<A>;
   alignas(64) float buf[L][L];
@@ -532,6 +564,13 @@ struct pack_t_kernel {
         const std::size_t cols = dk - d0 < L ? dk - d0 : L;
         // A group past the last key reads nothing: no pointer is formed past K's end.
         const float* src = rows > 0 ? k + g * L * ldk + d0 : k;
+        if constexpr (static_cast<std::size_t>(W) < L) {
+          const std::uintptr_t next =
+              reinterpret_cast<std::uintptr_t>(k + d0) + W * ldk * sizeof(float);
+#pragma GCC unroll 8
+          for (std::size_t i = 0; i < static_cast<std::size_t>(W); ++i)
+            __builtin_prefetch(reinterpret_cast<const void*>(next + i * ldk * sizeof(float)));
+        }
         transpose_block<A>(src, ldk, rows, cols, dst + d0 * W + g * L, W, count);
       }
     }
