@@ -449,12 +449,18 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
     u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
     u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
   }
+  __m256 columns[8];
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {  // immediates, also where the loop is not unrolled (-O0)
+    columns[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+    columns[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+  }
   const bool spill_ok = count == lanes<A> || count == ldd;
 #pragma GCC unroll 8
   for (int c = 0; c < 8; ++c) {
     const std::size_t col = static_cast<std::size_t>(c);
     if (col >= cols) break;
-    const __m256 v = _mm256_permute2f128_ps(u[c % 4], u[4 + c % 4], c < 4 ? 0x20 : 0x31);
+    const __m256 v = columns[c];
     if (count == lanes<A> || (spill_ok && col + 1 < cols)) {
       _mm256_storeu_ps(dst + col * ldd, v);
     } else {
