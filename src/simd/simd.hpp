@@ -368,7 +368,8 @@ inline void transpose_4x4_lanes(const __m512 (&y)[4], __m512 (&z)[4]) {
 
 // Transposes a lanes x lanes block: row r of the input (r < rows, the rest zero) is read from
 // src + r * ld (its first `cols` <= lanes floats), and the first `count` <= lanes floats of column
-// c of the block (c < cols) are stored at dst + c * ldd. Packs K^T and GEMM panels.
+// c of the block (c < cols) are stored at dst + c * ldd; nothing else is written. Packs K^T and
+// GEMM panels.
 template <class A>
 inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, std::size_t cols,
                             float* dst, std::size_t ldd, std::size_t count) {
@@ -431,9 +432,9 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
   }
 #elif defined(__AVX2__)
   // The 8 x 8 transpose in registers (24 shuffles). Columns are stored in order, whole vectors
-  // where the 8 - count floats past a column land in the next column's slots (count == ldd: the
-  // GEMM's 6-row A panels), which its own store then overwrites; only the last column of such a
-  // block takes a masked store (slow on AMD cores, so one per block).
+  // where the 8 - count floats past a column land in the next column's slots (count == ldd >= 4:
+  // the 6-row GEMM A and attention Q panels), which its own store then overwrites; only the last
+  // column of such a block takes a masked store (slow on AMD cores, so one per block).
   __m256 t[8], u[8];
 #pragma GCC unroll 4
   for (int g = 0; g < 4; ++g) {
@@ -455,7 +456,7 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
     columns[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
     columns[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
   }
-  const bool spill_ok = count == lanes<A> || count == ldd;
+  const bool spill_ok = count == lanes<A> || (count == ldd && 2 * ldd >= lanes<A>);
 #pragma GCC unroll 8
   for (int c = 0; c < 8; ++c) {
     const std::size_t col = static_cast<std::size_t>(c);
@@ -505,7 +506,8 @@ inline constexpr Pack6Tables kPack6 = make_pack6_tables();
 // dst[p * 6 + i] = src[i * ld + p] for p < k, i < rows (<= 6; rows past `rows` are zero).
 inline void pack_rows_6(const float* src, std::size_t ld, std::size_t rows, std::size_t k,
                         float* dst) {
-  for (std::size_t p0 = 0; p0 < k; p0 += 16, dst += 96) {
+  for (std::size_t p0 = 0; p0 < k; p0 += 16) {
+    float* const d = dst + p0 * 6;
     const std::size_t cols = k - p0 < 16 ? k - p0 : 16;
     const __mmask16 cmask = static_cast<__mmask16>((1u << cols) - 1u);
     __m512 r[6];
@@ -524,7 +526,8 @@ inline void pack_rows_6(const float* src, std::size_t ld, std::size_t rows, std:
     // Integer arithmetic: past the last panel the address is outside A, and a prefetch never
     // faults. Packing A's share of a 1024^3 matmul's perf samples on Zen 5: 2.0-2.2% with
     // transpose_block, 2.4% with this routine unprefetched, 1.2-1.7% with (7 runs).
-    const std::uintptr_t next = reinterpret_cast<std::uintptr_t>(src + p0) + 6 * ld * sizeof(float);
+    const std::uintptr_t next =
+        reinterpret_cast<std::uintptr_t>(src) + (p0 + 6 * ld) * sizeof(float);
 #pragma GCC unroll 6
     for (std::size_t i = 0; i < 6; ++i)
       __builtin_prefetch(reinterpret_cast<const void*>(next + i * ld * sizeof(float)));
@@ -540,9 +543,9 @@ inline void pack_rows_6(const float* src, std::size_t ld, std::size_t rows, std:
       v = _mm512_mask_blend_ps(kPack6.take[o][2], v, pair(2, r[4], r[5]));
       const std::size_t n = out - o0 < 16 ? out - o0 : 16;
       if (n == 16) {
-        _mm512_storeu_ps(dst + o0, v);
+        _mm512_storeu_ps(d + o0, v);
       } else {
-        _mm512_mask_storeu_ps(dst + o0, static_cast<__mmask16>((1u << n) - 1u), v);
+        _mm512_mask_storeu_ps(d + o0, static_cast<__mmask16>((1u << n) - 1u), v);
       }
     }
   }
@@ -550,7 +553,8 @@ inline void pack_rows_6(const float* src, std::size_t ld, std::size_t rows, std:
 #endif
 
 // Rows of a matrix transposed into a W-wide GEMM panel (PackKtKernel: K^T for attention with
-// W = NR, row-major A for matmul with W = MR), one lanes x lanes transpose at a time.
+// W = NR, row-major A for matmul and Q for attention with W = MR), one lanes x lanes transpose at
+// a time (AVX-512's 6-row panels: pack_rows_6).
 template <int W>
 struct pack_t_kernel {
   template <class A>
@@ -570,9 +574,11 @@ struct pack_t_kernel {
         const std::size_t cols = dk - d0 < L ? dk - d0 : L;
         // A group past the last key reads nothing: no pointer is formed past K's end.
         const float* src = rows > 0 ? k + g * L * ldk + d0 : k;
-        if constexpr (static_cast<std::size_t>(W) < L) {
+        // AVX2's 6-row A and Q panels prefetch the next panel's rows, as pack_rows_6 does
+        // (measured in ff33893; see pack_rows_6).
+        if constexpr (W == 6 && L == 8) {
           const std::uintptr_t next =
-              reinterpret_cast<std::uintptr_t>(k + d0) + W * ldk * sizeof(float);
+              reinterpret_cast<std::uintptr_t>(k) + (d0 + W * ldk) * sizeof(float);
 #pragma GCC unroll 8
           for (std::size_t i = 0; i < static_cast<std::size_t>(W); ++i)
             __builtin_prefetch(reinterpret_cast<const void*>(next + i * ldk * sizeof(float)));
