@@ -434,7 +434,8 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
   // The 8 x 8 transpose in registers (24 shuffles). Columns are stored in order, whole vectors
   // where the 8 - count floats past a column land in the next column's slots (count == ldd >= 4:
   // the 6-row GEMM A and attention Q panels), which its own store then overwrites; only the last
-  // column of such a block takes a masked store (slow on AMD cores, so one per block).
+  // column of such a block takes a masked store (vmaskmovps stores are many micro-ops on AMD
+  // cores, per Agner Fog's instruction tables).
   __m256 t[8], u[8];
 #pragma GCC unroll 4
   for (int g = 0; g < 4; ++g) {
@@ -480,12 +481,23 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
 #endif
 }
 
+// Prefetches column `col` of the `rows` rows that follow the first `rows` rows at a (row stride
+// ld): the next panel, while a packing routine reads this one. Integer arithmetic: past the last
+// panel the address is outside the matrix, and a prefetch never faults.
+inline void prefetch_next_panel(const float* a, std::size_t ld, std::size_t col, std::size_t rows) {
+  const std::uintptr_t next =
+      reinterpret_cast<std::uintptr_t>(a) + (col + rows * ld) * sizeof(float);
+#pragma GCC unroll 8
+  for (std::size_t i = 0; i < rows; ++i)
+    __builtin_prefetch(reinterpret_cast<const void*>(next + i * ld * sizeof(float)));
+}
+
 #if defined(__AVX512F__)
 // Six rows transposed into a 6-wide panel (the AVX-512 GEMM's A panel), 16 columns at a time:
 // output float f = 16o + l of a 16-column chunk is row f % 6, column f / 6. Each of the 6
 // output vectors is 3 two-source permutes (rows 0-1, 2-3, 4-5) and 2 blends: 18 shuffle-unit
-// ops, 12 blends and 6 stores per 96 floats, where transpose_block's general path takes about
-// 56 shuffles and 16 masked stores.
+// ops, 12 blends and 6 stores per 96 floats, where transpose_block's general path transposes a
+// 16 x 16 block of which 10 rows are zeros and stores 16 masked 6-float columns.
 struct Pack6Tables {
   alignas(64) std::int32_t index[6][3][16];
   std::uint16_t take[6][3];  // lanes of output o that pair q supplies
@@ -523,14 +535,10 @@ inline void pack_rows_6(const float* src, std::size_t ld, std::size_t rows, std:
     const std::size_t out = cols * 6;
     // The same columns of the next panel's rows (gemm.cpp packs a block's panels in order): A
     // comes from L3 or memory, and the loads of each row's first lines waited on the misses.
-    // Integer arithmetic: past the last panel the address is outside A, and a prefetch never
-    // faults. Packing A's share of a 1024^3 matmul's perf samples on Zen 5: 2.0-2.2% with
-    // transpose_block, 2.4% with this routine unprefetched, 1.2-1.7% with (7 runs).
-    const std::uintptr_t next =
-        reinterpret_cast<std::uintptr_t>(src) + (p0 + 6 * ld) * sizeof(float);
-#pragma GCC unroll 6
-    for (std::size_t i = 0; i < 6; ++i)
-      __builtin_prefetch(reinterpret_cast<const void*>(next + i * ld * sizeof(float)));
+    // Packing A's share of a 1024^3 matmul's perf samples on Zen 5: 2.0-2.2% with
+    // transpose_block, 2.4% with this routine unprefetched, 1.2-1.7% with (7 runs); an hour
+    // later, on a busier machine, 2.2-2.5% (2 runs) against 1.8-2.1% (6 runs).
+    prefetch_next_panel(src, ld, p0, 6);
 #pragma GCC unroll 6
     for (int o = 0; o < 6; ++o) {
       const std::size_t o0 = static_cast<std::size_t>(o) * 16;
@@ -576,13 +584,7 @@ struct pack_t_kernel {
         const float* src = rows > 0 ? k + g * L * ldk + d0 : k;
         // AVX2's 6-row A and Q panels prefetch the next panel's rows, as pack_rows_6 does
         // (measured in ff33893; see pack_rows_6).
-        if constexpr (W == 6 && L == 8) {
-          const std::uintptr_t next =
-              reinterpret_cast<std::uintptr_t>(k) + (d0 + W * ldk) * sizeof(float);
-#pragma GCC unroll 8
-          for (std::size_t i = 0; i < static_cast<std::size_t>(W); ++i)
-            __builtin_prefetch(reinterpret_cast<const void*>(next + i * ldk * sizeof(float)));
-        }
+        if constexpr (W == 6 && L == 8) prefetch_next_panel(k, ldk, d0, W);
         transpose_block<A>(src, ldk, rows, cols, dst + d0 * W + g * L, W, count);
       }
     }
