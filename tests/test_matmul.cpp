@@ -129,10 +129,10 @@ TEST_CASE("matmul alpha, beta, strides, deep k and tile multiples", "[matmul]") 
 }
 
 TEST_CASE("matmul at every ISA's tile and block sizes plus and minus one", "[matmul]") {
-  // MR: 4 (scalar), 6 (sse2, avx2, avx512), 8 (neon, avx512 no-packing), 14 (avx512 attention);
-  // NR: 4, 8, 12, 16, 32 (avx512 no-packing and attention), 64 (avx512); KC: 256, 512. At these
-  // sizes A^T (cases 5-9 of every 10) takes the packed path; a row-major A takes the no-packing
-  // path (B^T packed into panels first); m = 217 spans two row blocks.
+  // MR: 4 (scalar, sse2), 6 (avx2, avx512, sse2 no-packing), 8 (neon, avx512 no-packing), 14
+  // (avx512 attention); NR: 4, 8, 12, 16, 32 (avx512 no-packing and attention), 64 (avx512); KC:
+  // 256, 512. At these sizes A^T (cases 5-9 of every 10) takes the packed path; a row-major A
+  // takes the no-packing path (B^T packed into panels first); m = 217 spans two row blocks.
   attn_test::Rng rng(13);
   const std::size_t ms[] = {5, 7, 9, 13, 15, 27, 29, 217};
   const std::size_t ns[] = {11, 13, 17, 31, 33, 63, 65, 129};

@@ -28,7 +28,7 @@ namespace attn::detail {
                           std::size_t m, std::size_t n, const float* bias);                    \
   }
 
-ATTN_DECLARE_GEMM_TILE(sse2, gemm_kernel_6x8, gemm_pack_a_6, gemm_pack_a_cols_6, gemm_pack_b_rows_8,
+ATTN_DECLARE_GEMM_TILE(sse2, gemm_kernel_4x8, gemm_pack_a_4, gemm_pack_a_cols_4, gemm_pack_b_rows_8,
                        gemm_pack_b_cols_8)
 ATTN_DECLARE_GEMM_DIRECT(sse2)
 ATTN_DECLARE_GEMM_TILE(avx2, gemm_kernel_6x16, gemm_pack_a_6, gemm_pack_a_cols_6,
