@@ -30,7 +30,7 @@ namespace attn::detail {
 ATTN_DECLARE_ATTENTION_KERNELS(sse2, pv_kernel_4x8_bk64)
 ATTN_DECLARE_ATTENTION_KERNELS(avx2, pv_kernel_6x16_bk128)
 ATTN_DECLARE_ATTENTION_KERNELS(avx512, pv_kernel_14x32_bk128)
-ATTN_DECLARE_ATTENTION_KERNELS(neon, pv_kernel_8x12_bk96)
+ATTN_DECLARE_ATTENTION_KERNELS(neon, pv_kernel_4x12_bk96)
 }  // namespace attn::detail
 
 #undef ATTN_DECLARE_ATTENTION_KERNELS

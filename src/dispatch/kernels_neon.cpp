@@ -25,5 +25,5 @@
   AttentionTiling {           \
     48, 96                    \
   }
-#define ATTN_ATTENTION_PV pv_kernel_8x12_bk96
+#define ATTN_ATTENTION_PV pv_kernel_4x12_bk96
 #include "dispatch/kernels_table.inc"
