@@ -116,6 +116,10 @@ struct Kernels {
 
   std::size_t gemm_mr;
   std::size_t gemm_nr;
+  // Copies of each A value in the packed panels (1, or SSE2's 4: each value packed as a whole
+  // vector, so the micro-kernel loads it where it would broadcast it); a panel holds
+  // MR * gemm_a_copies floats per k.
+  std::size_t gemm_a_copies;
   GemmBlocking gemm_blocking;
   GemmUkernel gemm_ukernel;
   // Packs up to MR rows of a row-major A (k contiguous) into an MR-wide panel.

@@ -19,6 +19,7 @@ const Kernels kScalarKernels = {
     &scalar::scale,
     4,
     4,
+    1,
     GemmBlocking{128, 256, 2048},
     &scalar::gemm_kernel_4x4,
     &scalar::gemm_pack_a_4,

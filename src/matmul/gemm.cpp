@@ -15,6 +15,7 @@ std::size_t round_up(std::size_t x, std::size_t m) {
 
 struct Plan {
   std::size_t mr, nr, mc, kc, nc;
+  std::size_t copies;    // of each A value in the panels (Kernels::gemm_a_copies)
   std::size_t a_floats;  // per thread: packed MC x KC block of A
   std::size_t b_floats;  // shared: packed KC x NC panel of B
 };
@@ -37,17 +38,18 @@ Plan make_plan(const Kernels& kern, const GemmShape& s, int threads) {
   const std::size_t blocks = round_up((m + kern.gemm_blocking.mc - 1) / kern.gemm_blocking.mc, t);
   p.mc = std::min(kern.gemm_blocking.mc, round_up((m + blocks - 1) / blocks, p.mr));
   p.nc = std::min(kern.gemm_blocking.nc, round_up(std::max<std::size_t>(s.n, 1), p.nr));
-  p.a_floats = round_up(p.mc * p.kc, 16);
+  p.copies = kern.gemm_a_copies;
+  p.a_floats = round_up(p.mc * p.kc * p.copies, 16);
   p.b_floats = round_up(p.nc * p.kc, 16);
   return p;
 }
 
 // Packs rows [i0, i0 + mc) x cols [p0, p0 + kc) of op(A) into MR-row panels: panel r holds
-// a[p * MR + i]; rows past m are zero.
+// a[(p * MR + i) * copies + c]; rows past m are zero.
 void pack_a(const Kernels& kern, const Plan& plan, const GemmOperand& a, std::size_t i0,
             std::size_t mc, std::size_t p0, std::size_t kc, float* dst) {
-  const std::size_t mr = plan.mr;
-  for (std::size_t ir = 0; ir < mc; ir += mr, dst += mr * kc) {
+  const std::size_t mr = plan.mr, copies = plan.copies;
+  for (std::size_t ir = 0; ir < mc; ir += mr, dst += mr * kc * copies) {
     const std::size_t rows = std::min(mr, mc - ir);
     const float* src = a.data + (i0 + ir) * a.rs + p0 * a.cs;
     if (a.cs == 1) {  // row-major A: a transpose into the panel
@@ -57,7 +59,8 @@ void pack_a(const Kernels& kern, const Plan& plan, const GemmOperand& a, std::si
     } else {
       for (std::size_t p = 0; p < kc; ++p) {
         for (std::size_t i = 0; i < mr; ++i) {
-          dst[p * mr + i] = i < rows ? src[i * a.rs + p * a.cs] : 0.0f;
+          const float v = i < rows ? src[i * a.rs + p * a.cs] : 0.0f;
+          std::fill_n(dst + (p * mr + i) * copies, copies, v);
         }
       }
     }
@@ -256,7 +259,7 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
             const float* bp = b_buf + jp * plan.nr * kc;
             for (std::size_t ir = 0; ir < mc; ir += plan.mr) {
               const std::size_t rows = std::min(plan.mr, mc - ir);
-              const float* ap = a_buf + ir * kc;
+              const float* ap = a_buf + ir * kc * plan.copies;
               float* cp = c + (ic + ir) * ldc + jc + jr;
               kern.gemm_ukernel(kc, ap, bp, cp, ldc, alpha, beta_pc, rows, cols,
                                 (pc == 0 && bias) ? bias + jc + jr : nullptr);

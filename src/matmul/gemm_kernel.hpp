@@ -58,9 +58,20 @@ inline float32x4_t fma_lane(float32x4_t c, float32x4_t b, float32x4_t a, int lan
 }
 #endif
 
-template <class A, int MR, int NV>
+// With C == lanes<A> copies (Kernels::gemm_a_copies), a[i * C] holds row i's value as a whole
+// vector: a load where the other ISAs broadcast. SSE2 broadcasts with a shuffle, which shares the
+// floating-point pipes with the multiplies and adds (4 shuffles per 16 of them in the 4 x 8
+// tile). Zen 5, 1024^3: 46-47 GFLOP/s with the shuffles; 56 with loads that read 16 floats of
+// the plain panel (a wrong result: the bound without shuffles, A all but in L1); 49-51 with the
+// panels of copies, 4 times the bytes of A per k (bench/ab, 4 rounds: 0.909x the time).
+template <class A, int MR, int NV, int C = 1>
 inline void rank1_update_packed(vfloat<A> (&acc)[MR][NV], const vfloat<A> (&bv)[NV],
                                 const float* a) {
+  if constexpr (C > 1) {
+    static_assert(C == static_cast<int>(lanes<A>), "a packed value fills one vector");
+    rank1_update<A, MR, NV>(acc, bv, [a](int i) { return vfloat<A>::load_unaligned(a + i * C); });
+    return;
+  }
 #if defined(__aarch64__)
   if constexpr (MR % 4 == 0) {
     float32x4_t av[MR / 4];
@@ -162,20 +173,21 @@ __attribute__((always_inline)) inline void store_tile(const vfloat<A> (&acc)[MR]
   }
 }
 
-// MR rows of an A panel packed AS rows wide (AS >= MR): the full tile (AS == MR) or, for the
-// first m <= MR rows of a wider panel, a shorter tile that does only their FMAs.
-template <int MR, int NV, int AS = MR>
+// MR rows of an A panel packed AS rows wide (AS >= MR), C copies of each value (see
+// rank1_update_packed): the full tile (AS == MR) or, for the first m <= MR rows of a wider panel,
+// a shorter tile that does only their FMAs.
+template <int MR, int NV, int AS = MR, int C = 1>
 struct gemm_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
                   float alpha, float beta, std::size_t m, std::size_t n, const float* bias) const;
 };
 
-template <int MR, int NV, int AS>
+template <int MR, int NV, int AS, int C>
 template <class A>
-void gemm_kernel<MR, NV, AS>::operator()(A, std::size_t k, const float* a, const float* b, float* c,
-                                         std::size_t ldc, float alpha, float beta, std::size_t m,
-                                         std::size_t n, const float* bias) const {
+void gemm_kernel<MR, NV, AS, C>::operator()(A, std::size_t k, const float* a, const float* b,
+                                            float* c, std::size_t ldc, float alpha, float beta,
+                                            std::size_t m, std::size_t n, const float* bias) const {
   static_assert(MR <= AS, "a tile cannot have more rows than its packed panel");
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
@@ -188,8 +200,8 @@ void gemm_kernel<MR, NV, AS>::operator()(A, std::size_t k, const float* a, const
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
       bv[j] = V::load_unaligned(b + j * L);
-    rank1_update_packed<A, MR, NV>(acc, bv, a);
-    a += AS;
+    rank1_update_packed<A, MR, NV, C>(acc, bv, a);
+    a += AS * C;
     b += NR;
   };
   // The KC x NR sliver of B that the k loop streams (128 KiB for the AVX-512 6 x 64 tile) passes
@@ -209,7 +221,7 @@ void gemm_kernel<MR, NV, AS>::operator()(A, std::size_t k, const float* a, const
 // GemmUkernel for an MR-row panel: tiles of SMALL and MID rows (SMALL <= MID <= MR) serve edge
 // tiles of at most that many rows, so a tile of 1-4 rows (a decoding step's queries, the last rows
 // of a matrix) costs its own FMAs, not MR rows' worth. Each row's result is the same either way.
-template <int MR, int NV, int SMALL, int MID>
+template <int MR, int NV, int SMALL, int MID, int C = 1>
 struct gemm_kernel_by_rows {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
@@ -217,17 +229,17 @@ struct gemm_kernel_by_rows {
     static_assert(SMALL <= MID && MID <= MR, "row tiles must grow");
     if constexpr (SMALL < MR) {
       if (m <= SMALL) {
-        gemm_kernel<SMALL, NV, MR>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias);
+        gemm_kernel<SMALL, NV, MR, C>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias);
         return;
       }
     }
     if constexpr (SMALL < MID && MID < MR) {
       if (m <= MID) {
-        gemm_kernel<MID, NV, MR>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias);
+        gemm_kernel<MID, NV, MR, C>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias);
         return;
       }
     }
-    gemm_kernel<MR, NV, MR>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias);
+    gemm_kernel<MR, NV, MR, C>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias);
   }
 };
 

@@ -1,12 +1,13 @@
-// The 4 x 8 GEMM micro-kernel for Isa::sse2 (2 vectors wide) with 2- and 3-row tiles for edge
-// tiles, the 6 x 8 no-packing kernel, and the GEMM driver's packing helpers.
+// The 4 x 8 GEMM micro-kernels for Isa::sse2 (2 vectors wide) with 2- and 3-row tiles for edge
+// tiles: the packed GEMM's, on A panels that hold each value as a whole vector
+// (gemm_kernel_4x8_copies; see rank1_update_packed), and the attention's scores tile on plain
+// panels (gemm_kernel_4x8); the 6 x 8 no-packing kernel and the packing helpers.
 //
 // 4 rows, not 6: without FMA each a * b + c takes a copy of one factor (SSE's two-operand mulps),
 // so a 6 x 8 tile needs all 16 XMM registers (12 accumulators, 2 of B, the broadcast, the copy)
 // and GCC 12 spilled an accumulator to the stack in the k loop, a store and a reload every step:
-// 1024^3 ran at 33-34 GFLOP/s, 57% of the SSE2 probe. The 4 x 8 tile (8 accumulators) keeps all
-// in registers: 46.6-47.5 GFLOP/s (81%) on Zen 5, where OpenBLAS's SSE kernels
-// (OPENBLAS_CORETYPE=Core2 / Nehalem) run at 50.8 / 45.0. The no-packing 6 x 8 kernel reads A
+// 1024^3 ran at 33-34 GFLOP/s, 57% of the SSE2 probe, and 46.6-47.5 GFLOP/s (81%) with the
+// 4 x 8 tile (8 accumulators), which keeps all in registers. The no-packing 6 x 8 kernel reads A
 // from its rows and compiles without the spill (256^3: 47 GFLOP/s).
 #define ATTN_GEMM_MR 4
 #define ATTN_GEMM_NV 2
@@ -20,3 +21,23 @@
 #define ATTN_GEMM_PACK_B_ROWS gemm_pack_b_rows_8
 #define ATTN_GEMM_PACK_B_COLS gemm_pack_b_cols_8
 #include "matmul/gemm_kernels_isa.inc"
+
+namespace attn::detail::sse2 {
+
+void gemm_kernel_4x8_copies(std::size_t k, const float* a, const float* b, float* c,
+                            std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
+                            const float* bias) {
+  gemm_kernel_by_rows<4, 2, 2, 3, 4>{}(Arch{}, k, a, b, c, ldc, alpha, beta, m, n, bias);
+}
+
+void gemm_pack_a_4_copies(const float* a, std::size_t lda, std::size_t rows, std::size_t k,
+                          float* dst) {
+  pack_copies_kernel<4, 4>{}(Arch{}, a, lda, 1, rows, k, dst);
+}
+
+void gemm_pack_a_cols_4_copies(const float* a, std::size_t lda, std::size_t width, std::size_t k,
+                               float* dst) {
+  pack_copies_kernel<4, 4>{}(Arch{}, a, 1, lda, width, k, dst);
+}
+
+}  // namespace attn::detail::sse2

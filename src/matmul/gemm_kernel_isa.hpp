@@ -31,6 +31,15 @@ namespace attn::detail {
 ATTN_DECLARE_GEMM_TILE(sse2, gemm_kernel_4x8, gemm_pack_a_4, gemm_pack_a_cols_4, gemm_pack_b_rows_8,
                        gemm_pack_b_cols_8)
 ATTN_DECLARE_GEMM_DIRECT(sse2)
+namespace sse2 {  // the packed GEMM's tile, on A panels of 4 copies of each value
+void gemm_kernel_4x8_copies(std::size_t k, const float* a, const float* b, float* c,
+                            std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
+                            const float* bias);
+void gemm_pack_a_4_copies(const float* a, std::size_t lda, std::size_t rows, std::size_t k,
+                          float* dst);
+void gemm_pack_a_cols_4_copies(const float* a, std::size_t lda, std::size_t width, std::size_t k,
+                               float* dst);
+}  // namespace sse2
 ATTN_DECLARE_GEMM_TILE(avx2, gemm_kernel_6x16, gemm_pack_a_6, gemm_pack_a_cols_6,
                        gemm_pack_b_rows_16, gemm_pack_b_cols_16)
 ATTN_DECLARE_GEMM_DIRECT(avx2)

@@ -591,6 +591,25 @@ struct pack_t_kernel {
   }
 };
 
+// Packs an MR-row panel of A with C copies of each value (Kernels::gemm_a_copies):
+// dst[(p * W + i) * C + c] = src[i * rs + p * cs] for i < rows, 0 for rows <= i < W. A row-major A
+// has rs = its row stride, cs = 1; an A^T rs = 1, cs = its row stride.
+template <int W, int C>
+struct pack_copies_kernel {
+  template <class A>
+  void operator()(A, const float* src, std::size_t rs, std::size_t cs, std::size_t rows,
+                  std::size_t k, float* dst) const {
+    static_assert(C == static_cast<int>(lanes<A>), "a packed value fills one vector");
+    for (std::size_t p = 0; p < k; ++p) {
+#pragma GCC unroll 16
+      for (std::size_t i = 0; i < static_cast<std::size_t>(W); ++i, dst += C) {
+        const vfloat<A> v(i < rows ? src[i * rs + p * cs] : 0.0f);
+        v.store_unaligned(dst);
+      }
+    }
+  }
+};
+
 // Copies `width` <= W contiguous floats of each of k rows (row stride ld) into a W-wide panel,
 // zero-padding each row: dst[p * W + j] = src[p * ld + j]. Packs row-major B and A^T.
 template <int W>
