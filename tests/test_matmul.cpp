@@ -116,6 +116,8 @@ TEST_CASE("matmul alpha, beta, strides, deep k and tile multiples", "[matmul]") 
       // Row-major A with k > 1024 (packed): KC blocks of 512, 512 and 7 columns, a last A panel
       // of 1 row (AVX-512 packs 6-row panels 16 columns at a time).
       {13, 37, 1031, Transpose::no, Transpose::no, 1.0f, 0.0f, 1},
+      // The same with a last A panel of 3 rows (the 3-row tiles of AVX2, AVX-512 and SSE2).
+      {15, 40, 1100, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {45, 90, 200, Transpose::no, Transpose::yes, 1.0f, 0.5f, 3},
   };
   for (attn::Isa isa : attn_test::test_isas()) {
@@ -131,18 +133,19 @@ TEST_CASE("matmul alpha, beta, strides, deep k and tile multiples", "[matmul]") 
 TEST_CASE("matmul at every ISA's tile and block sizes plus and minus one", "[matmul]") {
   // MR: 4 (scalar, sse2), 6 (avx2, avx512, sse2 no-packing), 8 (neon, avx512 no-packing), 14
   // (avx512 attention); NR: 4, 8, 12, 16, 32 (avx512 no-packing and attention), 64 (avx512); KC:
-  // 256, 512. At these sizes A^T (cases 5-9 of every 10) takes the packed path; a row-major A
-  // takes the no-packing path (B^T packed into panels first); m = 217 spans two row blocks.
+  // 128 (sse2), 256, 512; MC: 60 (sse2). At these sizes A^T (cases 5-9 of every 10) takes the
+  // packed path; a row-major A takes the no-packing path (B^T packed into panels first); m = 217
+  // spans two row blocks.
   attn_test::Rng rng(13);
-  const std::size_t ms[] = {5, 7, 9, 13, 15, 27, 29, 217};
+  const std::size_t ms[] = {5, 7, 9, 13, 15, 27, 29, 59, 61, 217};
   const std::size_t ns[] = {11, 13, 17, 31, 33, 63, 65, 129};
-  const std::size_t ks[] = {1, 255, 257, 511, 513};
+  const std::size_t ks[] = {1, 127, 129, 255, 257, 511, 513};
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx = attn_test::make_context(isa);
     unsigned i = 0;
     for (std::size_t m : ms) {
       for (std::size_t n : ns) {
-        const std::size_t k = ks[i % 5];
+        const std::size_t k = ks[i % 7];
         const Transpose ta = (i / 5) % 2 ? Transpose::yes : Transpose::no;
         const Transpose tb = (i / 10) % 2 ? Transpose::yes : Transpose::no;
         ++i;
@@ -201,17 +204,23 @@ TEST_CASE("matmul with k == 0 scales c by beta", "[matmul]") {
 }
 
 TEST_CASE("matmul is bit-identical for any thread count", "[matmul][threads]") {
+  // The no-packing path (B^T), and k > 1024: the packed path, rows split among the threads.
+  const Case cases[] = {{203, 77, 300, Transpose::no, Transpose::yes, 1.0f, 0.5f, 1},
+                        {203, 77, 1100, Transpose::no, Transpose::no, 1.0f, 0.5f, 0}};
   for (attn::Isa isa : attn_test::test_isas()) {
-    std::vector<float> one;
-    for (int threads : {1, 2, 3}) {
-      attn::Context ctx = attn_test::make_context(isa, threads);
-      attn_test::Rng rng(5);
-      std::vector<float> c;
-      run_case(ctx, {203, 77, 300, Transpose::no, Transpose::yes, 1.0f, 0.5f, 1}, rng, &c);
-      if (threads == 1) {
-        one = c;
-      } else {
-        CHECK(std::memcmp(c.data(), one.data(), c.size() * sizeof(float)) == 0);
+    for (const Case& cs : cases) {
+      std::vector<float> one;
+      for (int threads : {1, 2, 3}) {
+        attn::Context ctx = attn_test::make_context(isa, threads);
+        attn_test::Rng rng(5);
+        std::vector<float> c;
+        run_case(ctx, cs, rng, &c);
+        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " k " << cs.k);
+        if (threads == 1) {
+          one = c;
+        } else {
+          CHECK(std::memcmp(c.data(), one.data(), c.size() * sizeof(float)) == 0);
+        }
       }
     }
   }

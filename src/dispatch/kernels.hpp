@@ -18,10 +18,11 @@ struct GemmBlocking {
 };
 
 // Micro-kernel contract (BLIS's): for the MR x NR tile of C at c (row stride ldc, column stride
-// 1), C = alpha * A B + beta * C, where A is packed MR-row-major per k (a[p * MR + i]) and B is
-// packed NR-wide per k (b[p * NR + j]), p < k. k may be 0. Only the first m <= MR rows and
-// n <= NR columns of C are read or written (edge tiles need no copy). beta == 0: C is not read.
-// bias: nullptr, or n values added to every row (C = alpha A B + beta C + bias).
+// 1), C = alpha * A B + beta * C, where A is packed MR-row-major per k (a[(p * MR + i) * copies +
+// c] for c < Kernels::gemm_a_copies, usually 1) and B is packed NR-wide per k (b[p * NR + j]), p <
+// k. k may be 0. Only the first m <= MR rows and n <= NR columns of C are read or written (edge
+// tiles need no copy). beta == 0: C is not read. bias: nullptr, or n values added to every row (C =
+// alpha A B + beta C + bias).
 using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, float* c,
                              std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
                              const float* bias);
@@ -122,11 +123,12 @@ struct Kernels {
   std::size_t gemm_a_copies;
   GemmBlocking gemm_blocking;
   GemmUkernel gemm_ukernel;
-  // Packs up to MR rows of a row-major A (k contiguous) into an MR-wide panel.
+  // Packs up to MR rows of a row-major A (k contiguous) into an MR-wide panel, gemm_a_copies
+  // copies of each value (GemmUkernel's layout).
   PackKtKernel gemm_pack_a;
   // Packs k rows of up to NR contiguous floats (row-major B) into an NR-wide panel, and k rows of
-  // up to MR contiguous floats (A^T) into an MR-wide panel (PackKtKernel's arguments: src, ld,
-  // width, k, dst).
+  // up to MR contiguous floats (A^T) into an MR-wide panel of gemm_a_copies copies of each value
+  // (PackKtKernel's arguments: src, ld, width, k, dst).
   PackKtKernel gemm_pack_b_rows;
   PackKtKernel gemm_pack_a_cols;
   // Packs k columns of up to NR rows (B^T: k contiguous per row) into an NR-wide panel.

@@ -16,7 +16,7 @@ std::size_t round_up(std::size_t x, std::size_t m) {
 struct Plan {
   std::size_t mr, nr, mc, kc, nc;
   std::size_t copies;    // of each A value in the panels (Kernels::gemm_a_copies)
-  std::size_t a_floats;  // per thread: packed MC x KC block of A
+  std::size_t a_floats;  // per thread: packed MC x KC block of A, times copies
   std::size_t b_floats;  // shared: packed KC x NC panel of B
 };
 

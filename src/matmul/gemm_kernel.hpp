@@ -1,8 +1,9 @@
 // The SIMD GEMM micro-kernel, an xsimd functor templated on the architecture and the register
 // tile (MR rows x NV vectors), defined out of class and instantiated by
 // matmul/gemm_kernel_<tile>_<isa>.cpp. Contract: GemmUkernel in dispatch/kernels.hpp.
-// Per k step: NV vector loads of B, MR broadcasts of A, MR * NV FMAs into MR * NV accumulators
-// that stay in registers (ref: Goto & van de Geijn 2008; BLIS's haswell 6x16 kernel).
+// Per k step: NV vector loads of B, MR broadcasts of A (SSE2: vector loads from panels of copies;
+// NEON: FMAs by lane), MR * NV FMAs into MR * NV accumulators that stay in registers (ref: Goto &
+// van de Geijn 2008; BLIS's haswell 6x16 kernel).
 #pragma once
 
 #include <type_traits>
