@@ -24,20 +24,24 @@
 
 namespace attn::detail::sse2 {
 
+// As Kernels::gemm_a_copies in dispatch/kernels_sse2.cpp (ATTN_GEMM_A_COPIES): one vector.
+constexpr int kCopies = static_cast<int>(lanes<Arch>);
+
 void gemm_kernel_4x8_copies(std::size_t k, const float* a, const float* b, float* c,
                             std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
                             const float* bias) {
-  gemm_kernel_by_rows<4, 2, 2, 3, 4>{}(Arch{}, k, a, b, c, ldc, alpha, beta, m, n, bias);
+  gemm_kernel_by_rows<ATTN_GEMM_MR, ATTN_GEMM_NV, ATTN_GEMM_MR_SMALL, ATTN_GEMM_MR_MID, kCopies>{}(
+      Arch{}, k, a, b, c, ldc, alpha, beta, m, n, bias);
 }
 
 void gemm_pack_a_4_copies(const float* a, std::size_t lda, std::size_t rows, std::size_t k,
                           float* dst) {
-  pack_copies_kernel<4, 4>{}(Arch{}, a, lda, 1, rows, k, dst);
+  pack_copies_kernel<ATTN_GEMM_MR, kCopies>{}(Arch{}, a, lda, 1, rows, k, dst);
 }
 
 void gemm_pack_a_cols_4_copies(const float* a, std::size_t lda, std::size_t width, std::size_t k,
                                float* dst) {
-  pack_copies_kernel<4, 4>{}(Arch{}, a, 1, lda, width, k, dst);
+  pack_copies_kernel<ATTN_GEMM_MR, kCopies>{}(Arch{}, a, 1, lda, width, k, dst);
 }
 
 }  // namespace attn::detail::sse2
