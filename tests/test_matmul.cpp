@@ -134,8 +134,9 @@ TEST_CASE("matmul at every ISA's tile and block sizes plus and minus one", "[mat
   // MR: 4 (scalar, sse2), 6 (avx2, avx512, sse2 no-packing), 8 (neon, avx512 no-packing), 14
   // (avx512 attention); NR: 4, 8, 12, 16, 32 (avx512 no-packing and attention), 64 (avx512); KC:
   // 128 (sse2), 256, 512; MC: 60 (sse2). At these sizes A^T (cases 5-9 of every 10) takes the
-  // packed path; a row-major A takes the no-packing path (B^T packed into panels first); m = 217
-  // spans two row blocks.
+  // packed path; a row-major A takes the no-packing path (B^T packed into panels first), but for
+  // m = 217 where the CPU's L2 does not feed it (CpuInfo::l2_feeds_in_place_b: Intel) and B is
+  // wider than 64 and larger than L1; m = 217 spans two row blocks.
   attn_test::Rng rng(13);
   const std::size_t ms[] = {5, 7, 9, 13, 15, 27, 29, 59, 61, 217};
   const std::size_t ns[] = {11, 13, 17, 31, 33, 63, 65, 129};
@@ -204,8 +205,11 @@ TEST_CASE("matmul with k == 0 scales c by beta", "[matmul]") {
 }
 
 TEST_CASE("matmul is bit-identical for any thread count", "[matmul][threads]") {
-  // The no-packing path (B^T), and k > 1024: the packed path, rows split among the threads.
+  // The no-packing path (B^T; 203 rows take the packed path where L2 does not feed the
+  // no-packing kernels, see matmul/gemm.cpp's use_direct; 61 rows take it on every CPU), and
+  // k > 1024: the packed path, rows split among the threads.
   const Case cases[] = {{203, 77, 300, Transpose::no, Transpose::yes, 1.0f, 0.5f, 1},
+                        {61, 77, 300, Transpose::no, Transpose::yes, -0.5f, 0.5f, 2},
                         {203, 77, 1100, Transpose::no, Transpose::no, 1.0f, 0.5f, 0}};
   for (attn::Isa isa : attn_test::test_isas()) {
     for (const Case& cs : cases) {

@@ -70,6 +70,15 @@ void read_model(CpuInfo* info) {
   }
 }
 
+bool is_intel() {
+  const Regs r = cpuid(0);
+  char vendor[13] = {};
+  std::memcpy(vendor + 0, &r.b, 4);
+  std::memcpy(vendor + 4, &r.d, 4);
+  std::memcpy(vendor + 8, &r.c, 4);
+  return std::strcmp(vendor, "GenuineIntel") == 0;
+}
+
 CpuInfo detect() {
   CpuInfo info;
   const Regs l1 = cpuid(1);
@@ -88,6 +97,7 @@ CpuInfo detect() {
   info.avx512 = info.avx2_fma && f && dq && bw && vl && zmm_saved;
   read_caches(&info);
   read_model(&info);
+  info.l2_feeds_in_place_b = !is_intel();
   return info;
 }
 

@@ -106,15 +106,6 @@ void scale_c(std::size_t m, std::size_t n, float alpha, float beta, float* c, st
   }
 }
 
-// Row-major A with a B that fits in half of L2 skips packing: the direct kernel streams B from
-// L2 at a fraction of the FMA rate and reads A rows from L1, so packing (O(mk + kn) copies)
-// would buy nothing. A B^T is first packed once into gemm_direct_nr-wide panels (about 2% of a
-// 512 x 512 x 64 call), each a contiguous k x NR sliver.
-bool use_direct(const GemmShape& s, const GemmOperand& a, const GemmOperand& b) {
-  if (a.cs != 1 || (b.cs != 1 && b.rs != 1) || s.k > 1024) return false;
-  return s.k * s.n * sizeof(float) <= cpu_info().l2_bytes / 2;
-}
-
 bool direct_packs_b(const GemmOperand& b) {
   return b.cs != 1;
 }
@@ -129,6 +120,29 @@ bool direct_packs_b(const GemmOperand& b) {
 bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand& b) {
   return kern.gemm_direct_wide != nullptr && !direct_packs_b(b) && s.n == kern.gemm_nr &&
          s.k >= 192 && s.m >= 64;
+}
+
+// Row-major A with a B that fits in half of L2 skips packing: the direct kernel streams B from
+// L2 at a fraction of the FMA rate and reads A rows from L1, so packing (O(mk + kn) copies)
+// would buy nothing. A B^T is first packed once into gemm_direct_nr-wide panels (about 2% of a
+// 512 x 512 x 64 call), each a contiguous k x NR sliver. Where L2 does not feed the in-place
+// reads at that rate (CpuInfo::l2_feeds_in_place_b), a B larger than L1 and wider than
+// kMaxInPlaceCols is packed once A has kMinPackedRows rows to repay it. Measured on the Intel
+// Xeon there (GFLOP/s packed over no-packing, AVX-512, medians of 15 timings of repeated calls
+// on the same data): 32 x 256 x 256 0.86, 64 x 256 x 256 1.01, 128 x 256 x 256 1.07, 256^3 1.14,
+// 128 x 512 x 512 1.14, A*B^T 64 x 512 x 64 1.03, 512 x 512 x 64 1.08; B within L1 (48 KiB)
+// A*B^T 128 x 128 x 64 0.96, 512 x 128 x 64 0.99, 64^3 0.82; 64 columns (the wide tile's
+// 512 x 64 x 512) 0.93, and on AVX2 512 x 64 x 512 took 1.06x the time packed (bench/ab).
+constexpr std::size_t kMinPackedRows = 64;
+constexpr std::size_t kMaxInPlaceCols = 64;
+
+bool use_direct(const GemmShape& s, const GemmOperand& a, const GemmOperand& b) {
+  if (a.cs != 1 || (b.cs != 1 && b.rs != 1) || s.k > 1024) return false;
+  const CpuInfo& cpu = cpu_info();
+  const std::size_t b_bytes = s.k * s.n * sizeof(float);
+  if (b_bytes > cpu.l2_bytes / 2) return false;
+  return cpu.l2_feeds_in_place_b || s.m < kMinPackedRows || s.n <= kMaxInPlaceCols ||
+         b_bytes <= cpu.l1d_bytes;
 }
 
 // One no-packing tile: C rows [i0, i0 + rows) x columns [j0, j0 + NR) (cut at n), B's column j0
