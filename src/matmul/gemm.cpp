@@ -128,11 +128,12 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
 // 512 x 512 x 64 call), each a contiguous k x NR sliver. Where L2 does not feed the in-place
 // reads at that rate (CpuInfo::l2_feeds_in_place_b), a B larger than L1 and wider than
 // kMaxInPlaceCols is packed once A has kMinPackedRows rows to repay it. Measured on the Intel
-// Xeon there (GFLOP/s packed over no-packing, AVX-512, medians of 15 timings of repeated calls
-// on the same data): 32 x 256 x 256 0.86, 64 x 256 x 256 1.01, 128 x 256 x 256 1.07, 256^3 1.14,
-// 128 x 512 x 512 1.14, A*B^T 64 x 512 x 64 1.03, 512 x 512 x 64 1.08; B within L1 (48 KiB)
-// A*B^T 128 x 128 x 64 0.96, 512 x 128 x 64 0.99, 64^3 0.82; 64 columns (the wide tile's
-// 512 x 64 x 512) 0.93, and on AVX2 512 x 64 x 512 took 1.06x the time packed (bench/ab).
+// Xeon that CpuInfo names (GFLOP/s packed over no-packing, AVX-512, medians of 15 timings of
+// repeated calls on the same data): 32 x 256 x 256 0.86, 64 x 256 x 256 1.01,
+// 128 x 256 x 256 1.07, 256^3 1.14, 128 x 512 x 512 1.14, A*B^T 64 x 512 x 64 1.03,
+// 512 x 512 x 64 1.08; B within L1 (48 KiB): A*B^T 128 x 128 x 64 0.96, 512 x 128 x 64 0.99,
+// 64^3 0.82; 64 columns: the wide tile's 512 x 64 x 512 0.93, and on AVX2 512 x 64 x 512 took
+// 1.06x the time packed (bench/ab).
 constexpr std::size_t kMinPackedRows = 64;
 constexpr std::size_t kMaxInPlaceCols = 64;
 
