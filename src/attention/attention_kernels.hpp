@@ -179,26 +179,26 @@ void online_softmax_kernel::operator()(A, float* s, std::size_t ld, std::size_t 
         part[r] = V(nan ? NAN : 0.0f);
         continue;
       }
-      const V vmax(m_new[r]);
+      const expf_impl::ShiftedExp<A> e_minus_m(m_new[r]);
       V sum0(0.0f), sum1(0.0f);
       std::size_t j = 0;
       for (; j + 2 * L <= cols; j += 2 * L) {
-        const V e0 = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(row + j) - vmax);
-        const V e1 = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(row + j + L) - vmax);
+        const V e0 = e_minus_m(V::load_unaligned(row + j));
+        const V e1 = e_minus_m(V::load_unaligned(row + j + L));
         e0.store_unaligned(row + j);
         e1.store_unaligned(row + j + L);
         sum0 += e0;
         sum1 += e1;
       }
       for (; j + L <= cols; j += L) {
-        const V e = expf_impl::exp_nonpositive_flush<A>(V::load_unaligned(row + j) - vmax);
+        const V e = e_minus_m(V::load_unaligned(row + j));
         e.store_unaligned(row + j);
         sum0 += e;
       }
       if (j < cols) {
         // Pad with m' (e^0 = 1, no careful path for padding) and drop the padding from the sum.
         const std::size_t n = cols - j;
-        V e = expf_impl::exp_nonpositive_flush<A>(load_partial<A>(row + j, n, m_new[r]) - vmax);
+        V e = e_minus_m(load_partial<A>(row + j, n, m_new[r]));
         store_partial<A>(row + j, n, e);
         sum1 += xsimd::select(lane_index<A>() < V(static_cast<float>(n)), e, V(0.0f));
       }
