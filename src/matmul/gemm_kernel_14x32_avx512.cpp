@@ -9,6 +9,8 @@
 #define ATTN_GEMM_DIRECT_MR 8
 #define ATTN_GEMM_DIRECT_MR_SMALL 6
 #define ATTN_GEMM_KERNEL gemm_kernel_14x32
+// Its packed tile serves only the attention's scores, whose 56 x 128 tile stays in L1.
+#define ATTN_GEMM_PREFETCH_C 0
 #define ATTN_GEMM_PACK_A gemm_pack_a_14
 #define ATTN_GEMM_PACK_A_COLS gemm_pack_a_cols_14
 #define ATTN_GEMM_PACK_B_ROWS gemm_pack_b_rows_32
