@@ -111,16 +111,22 @@ inline vfloat<A> exp_nonpositive_flush(vfloat<A> x) {
 }
 
 // e^(s - m) for the online softmax of the fused attention (s <= m, or NaN), flushed to 0 below
-// 2^-126: ShiftedExp(m)(s). On AVX-512, as 2^t, t = (s - m) log2e: 2^t = 2^floor(t) * 2^f with
-// f = t - floor(t) in [0, 1) by vreduceps, 2^f by a degree-6 polynomial (a relative-error fit,
-// 2.0e-9 in exact arithmetic) and 2^floor(t) applied by vscalefps: 11 operations per vector where
-// exp_nonpositive_flush(s - m) and the subtraction take 15 (the online softmax, 13% of the fused
-// attention's samples, is bound by the FMA pipes' operation count). Error relative to e^(s - m),
-// u = 2^-24: <= u (2.5 |s - m| + 1.4): 2^t is within 1.39 u of exact for every float t in
-// [-126, 0] (all 1.1e9 of them checked against exp2 in double, on the Intel Xeon), the rounding
-// of t and of log2e add 1.5 u |s - m|, and that of s - m u |s - m| (as it does for
-// exp_nonpositive_flush, whose Cody-Waite reduction leaves 1 ULP); tests/support/attention_case.hpp
-// carries the term into the attention bound. Elsewhere: exp_nonpositive_flush(s - m).
+// 2^-126: ShiftedExp(m)(s), as 2^t, t = (s - m) log2e, 2^t = 2^n 2^f with 2^f by a degree-6
+// polynomial (relative-error fits, 2.0e-9 in exact arithmetic) and no Cody-Waite split of ln 2:
+// the online softmax, 13% of the fused attention's samples, is bound by the FMA pipes' operation
+// count, and the split's accuracy is not needed there (below).
+//   AVX-512 (11 operations per vector where exp_nonpositive_flush(s - m) and the subtraction take
+//   15): n = floor(t), f = t - n in [0, 1) by vreduceps; 2^n and the flush by one masked
+//   vscalefps. 2^t is within 1.39 u of exact for every float t in [-126, 0] (all 1.1e9 checked
+//   against exp2 in double); the roundings of t and of log2e add 1.5 u |s - m|.
+//   Elsewhere (14 operations where the other takes 17): n = round(x log2e), x = s - m, by the
+//   magic-bias addition, f = x log2e - n in [-1/2, 1/2] by a second FMA (mul and add on SSE2),
+//   2^n from the bits of the biased sum as in exp_fast. On AVX2, e^x is within
+//   u (0.5 |x| + 1.39) of exact for every float x in [ln 2^-126, 0] (all 1.1e9 checked; the
+//   0.5 u |x| is log2e's rounding).
+// With the rounding of s - m (u |s - m|, as for exp_nonpositive_flush, which leaves 1 ULP after
+// it): relative error <= u (2.5 |s - m| + 1.4), u = 2^-24, on every ISA;
+// tests/support/attention_case.hpp carries the term into the attention bound.
 template <class A>
 struct ShiftedExp {
   using V = vfloat<A>;
@@ -130,26 +136,45 @@ struct ShiftedExp {
     const V t = (s - vm) * V(c::kLog2e);
     // imm 0x09: reduce to integers (M = 0), rounding down, precision exception suppressed.
     const V f = _mm512_reduce_ps(t, 0x09);
-    V p = fmadd<A>(V(kE6), f, V(kE5));
-    p = fmadd<A>(p, f, V(kE4));
-    p = fmadd<A>(p, f, V(kE3));
-    p = fmadd<A>(p, f, V(kE2));
-    p = fmadd<A>(p, f, V(kE1));
+    V p = fmadd<A>(V(kD6), f, V(kD5));
+    p = fmadd<A>(p, f, V(kD4));
+    p = fmadd<A>(p, f, V(kD3));
+    p = fmadd<A>(p, f, V(kD2));
+    p = fmadd<A>(p, f, V(kD1));
     p = fmadd<A>(p, f, V(1.0f));
     // t < -126 (-inf included) gives 0; NaN passes the unordered compare and stays NaN.
     return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(t, V(-126.0f), _CMP_NLT_UQ), p, t);
 #else
-    return exp_nonpositive_flush<A>(s - vm);
+    const V x = s - vm;
+    const V t = fmadd<A>(x, V(c::kLog2e), V(c::kMagicBias));  // n + 127 in its low bits
+    const V f = fmadd<A>(x, V(c::kLog2e), V(c::kMagicBias) - t);
+    V p = fmadd<A>(V(kC6), f, V(kC5));
+    p = fmadd<A>(p, f, V(kC4));
+    p = fmadd<A>(p, f, V(kC3));
+    p = fmadd<A>(p, f, V(kC2));
+    p = fmadd<A>(p, f, V(kC1));
+    p = fmadd<A>(p, f, V(1.0f));
+    const V e = p * xsimd::bitwise_cast<V>(xsimd::bitwise_cast<vint<A>>(t) << 23);
+    // x < ln 2^-126 (-inf included) gives 0, before 2^n leaves the normal range; NaN stays NaN.
+    return xsimd::select(x < V(kCutoff), V(0.0f), e);
 #endif
   }
   V vm;
-  // 2^f = 1 + f (kE1 + f (kE2 + ... + f kE6)) on [0, 1].
-  static constexpr float kE1 = 0.6931470632553101f;
-  static constexpr float kE2 = 0.2402293086051941f;
-  static constexpr float kE3 = 0.055485282093286514f;
-  static constexpr float kE4 = 0.009675451554358006f;
-  static constexpr float kE5 = 0.0012467845808714628f;
-  static constexpr float kE6 = 0.00021612914861179888f;
+  static constexpr float kCutoff = -87.33654f;  // ln(2^-126)
+  // 2^f = 1 + f (kD1 + f (kD2 + ... + f kD6)) on [0, 1] (AVX-512).
+  static constexpr float kD1 = 0.6931470632553101f;
+  static constexpr float kD2 = 0.2402293086051941f;
+  static constexpr float kD3 = 0.055485282093286514f;
+  static constexpr float kD4 = 0.009675451554358006f;
+  static constexpr float kD5 = 0.0012467845808714628f;
+  static constexpr float kD6 = 0.00021612914861179888f;
+  // 2^f = 1 + f (kC1 + f (kC2 + ... + f kC6)) on [-1/2, 1/2] (the other ISAs).
+  static constexpr float kC1 = 0.6931471824645996f;
+  static constexpr float kC2 = 0.24022647738456726f;
+  static constexpr float kC3 = 0.055503323674201965f;
+  static constexpr float kC4 = 0.00961843691766262f;
+  static constexpr float kC5 = 0.0013398873852565885f;
+  static constexpr float kC6 = 0.00015353361959569156f;
 };
 
 template <class A>

@@ -9,8 +9,9 @@
 //   output: adds Lk u from the float sum over keys.
 //   |out - ref| <= gamma * u * (2 (Dk + 2) S + 2 Lk + 8) * V,  gamma = 2.
 // The weights get the same bound relative to each weight, plus 1e-30 for underflow.
-// On AVX-512 the online softmax's e^(s - m) (expf_impl::ShiftedExp) is within
-// u (2.5 |s - m| + 1.4) <= u (5 S + 1.4) of exact instead of 1 ULP, which adds 5 u S to the
+// On the SIMD ISAs the online softmax's e^(s - m) (expf_impl::ShiftedExp, checked on its own by
+// tests/test_softmax_tile.cpp) is within u (2.5 |s - m| + 1.4) <= u (5 S + 1.4) of exact
+// instead of 1 ULP after the subtraction, which adds 5 u S to the
 // first-order bound: u (2 (Dk + 2) S + 5 S + 2 Lk + 5) V, within the tolerance above since
 // 5 S <= 2 (Dk + 2) S for Dk >= 1 (with Dk = 0 the scores are the bias, exactly: no ds).
 #pragma once

@@ -1,0 +1,94 @@
+// The fused attention's online-softmax step (Kernels::attention_softmax), called directly on
+// every ISA: its exponentials e^(s - m) against float64 exp, to the bound documented beside
+// expf_impl::ShiftedExp (src/vmath/vmath_kernels.hpp), which the attention tests' tolerance is
+// too loose to check at that level (it allows errors of order (Dk + Lk) u).
+//
+// Bound per exponential, u = 2^-24, x = s - m (the row maximum): relative error
+// <= u (2.5 |x| + 1.4); results whose exact value is below 2^-126 may be flushed to 0.
+// Row sums l: the float sum of cols exponentials, so |l - sum of exact| <= sum of the
+// exponentials' bounds + cols u l. Correction factors alpha on the second tile: e^(m_old - m_new)
+// by exp_nonpositive_flush, 1 ULP after the rounding of the difference: u (|dm| + 1).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <vector>
+
+#include "dispatch/kernels.hpp"
+#include "support/test_support.hpp"
+
+namespace {
+
+constexpr double kU = 0x1p-24;
+constexpr double kMinNormal = 0x1p-126;
+
+double exp_bound(double x, double exact) {
+  return exact * kU * (2.5 * std::fabs(x) + 1.4) + (exact < kMinNormal * 1.0001 ? exact : 0.0);
+}
+
+}  // namespace
+
+TEST_CASE("online softmax tile: exponentials, sums and corrections within their bounds",
+          "[attention][softmax_tile]") {
+  // 37 rows: two groups of 16 lanes and a partial one (AVX-512), 77 columns: whole vectors and a
+  // partial one on every ISA; the row stride is wider than the row.
+  constexpr std::size_t kRows = 37, kCols = 77, kLd = 80;
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    std::mt19937 rng(20261201u);
+    // Distances below the maximum: dense near 0, where the polynomial's error dominates, and
+    // out to the flush threshold (87.3) and past it.
+    std::uniform_real_distribution<float> near(0.0f, 2.0f), far(0.0f, 95.0f), max_d(-60.0f, 60.0f);
+    std::size_t checked = 0;
+    for (int trial = 0; trial < 60; ++trial) {
+      std::vector<float> s(kRows * kLd, 1e30f), s0, m(kRows, -INFINITY), l(kRows, 0.0f),
+          alpha(kRows, -1.0f);
+      std::vector<float> row_max(kRows);
+      for (std::size_t r = 0; r < kRows; ++r) {
+        row_max[r] = max_d(rng);
+        for (std::size_t c = 0; c < kCols; ++c) {
+          const float d = c % 3 == 2 ? far(rng) : near(rng);
+          s[r * kLd + c] = c == r % kCols ? row_max[r] : row_max[r] - d;
+        }
+      }
+      s0 = s;
+      kern->attention_softmax(s.data(), kLd, kRows, kCols, m.data(), l.data(), alpha.data());
+      for (std::size_t r = 0; r < kRows; ++r) {
+        REQUIRE(m[r] == row_max[r]);
+        CHECK(alpha[r] == 0.0f);  // nothing attended before
+        double sum = 0.0, sum_bound = 0.0;
+        for (std::size_t c = 0; c < kCols; ++c) {
+          const double x = double(s0[r * kLd + c]) - double(m[r]);
+          const double exact = std::exp(x), got = s[r * kLd + c];
+          const double bound = exp_bound(x, exact);
+          if (!(std::fabs(got - exact) <= bound)) {
+            FAIL_CHECK("row " << r << " col " << c << ": e^" << x << " = " << got << ", exact "
+                              << exact << ", error " << std::fabs(got - exact) / (exact * kU)
+                              << " u, bound " << bound / (exact * kU) << " u");
+          }
+          sum += exact;
+          sum_bound += bound;
+          ++checked;
+        }
+        for (std::size_t c = kCols; c < kLd; ++c)
+          REQUIRE(s[r * kLd + c] == 1e30f);  // past the row: untouched
+        CHECK(std::fabs(l[r] - sum) <= sum_bound + double(kCols) * kU * sum);
+      }
+      // A second tile whose maxima exceed the first's by up to 3: alpha = e^(m_old - m_new).
+      std::vector<float> m_old = m, l_old = l, s2(kRows * kLd, 0.0f);
+      for (std::size_t r = 0; r < kRows; ++r) {
+        for (std::size_t c = 0; c < kCols; ++c)
+          s2[r * kLd + c] = row_max[r] + (c == 0 ? 3.0f * near(rng) / 2.0f : -near(rng));
+      }
+      kern->attention_softmax(s2.data(), kLd, kRows, kCols, m.data(), l.data(), alpha.data());
+      for (std::size_t r = 0; r < kRows; ++r) {
+        const double dm = double(m_old[r]) - double(m[r]);
+        const double exact = std::exp(dm);
+        CHECK(std::fabs(alpha[r] - exact) <= exact * kU * (std::fabs(dm) + 1.0));
+      }
+    }
+    CHECK(checked == 60 * kRows * kCols);
+  }
+}
