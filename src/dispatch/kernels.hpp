@@ -77,7 +77,12 @@ using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys,
 // with this and the wide P * V panels (attention_pv_few); K ahead by 4 or 16 KiB was no better,
 // prefetching every other line 1.07-1.13x slower. Where K and V stay in L3 (1x12x12x1x1024x64,
 // 6.3 MB, hot between benchmark iterations) the hardware prefetchers keep up, and the prefetch
-// instructions cost: 1.03-1.05x the time without the K prefetch.
+// instructions cost: 1.03-1.05x the time without the K prefetch. On the Intel Xeon (480 MiB
+// L3), without either prefetch: 0.93x the time at 1x32x8x1x4096x128 and 0.90x at
+// 1x12x12x1x1024x64, both hot in L3, but 1.36x at 1x32x8x1x65536x128 (537 MB of K and V from
+// DRAM); V prefetched to L2 (prefetcht1) instead: 1.00x hot, 1.04x from DRAM (bench/ab, 3-4
+// rounds). A decoding step's K and V usually come from DRAM (the other layers' caches evict
+// them), so the prefetches stay.
 constexpr std::size_t kDirectRows = 4;
 constexpr std::size_t kDirectKAheadBytes = 8192;
 struct DirectPrefetch {
