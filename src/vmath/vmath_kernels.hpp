@@ -135,25 +135,13 @@ struct ShiftedExp {
 #if defined(__AVX512F__)
     const V t = (s - vm) * V(c::kLog2e);
     // imm 0x09: reduce to integers (M = 0), rounding down, precision exception suppressed.
-    const V f = _mm512_reduce_ps(t, 0x09);
-    V p = fmadd<A>(V(kD6), f, V(kD5));
-    p = fmadd<A>(p, f, V(kD4));
-    p = fmadd<A>(p, f, V(kD3));
-    p = fmadd<A>(p, f, V(kD2));
-    p = fmadd<A>(p, f, V(kD1));
-    p = fmadd<A>(p, f, V(1.0f));
+    const V p = exp2_poly(_mm512_reduce_ps(t, 0x09), kD);
     // t < -126 (-inf included) gives 0; NaN passes the unordered compare and stays NaN.
     return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(t, V(-126.0f), _CMP_NLT_UQ), p, t);
 #else
     const V x = s - vm;
     const V t = fmadd<A>(x, V(c::kLog2e), V(c::kMagicBias));  // n + 127 in its low bits
-    const V f = fmadd<A>(x, V(c::kLog2e), V(c::kMagicBias) - t);
-    V p = fmadd<A>(V(kC6), f, V(kC5));
-    p = fmadd<A>(p, f, V(kC4));
-    p = fmadd<A>(p, f, V(kC3));
-    p = fmadd<A>(p, f, V(kC2));
-    p = fmadd<A>(p, f, V(kC1));
-    p = fmadd<A>(p, f, V(1.0f));
+    const V p = exp2_poly(fmadd<A>(x, V(c::kLog2e), V(c::kMagicBias) - t), kC);
     const V e = p * xsimd::bitwise_cast<V>(xsimd::bitwise_cast<vint<A>>(t) << 23);
     // x < ln 2^-126 (-inf included) gives 0, before 2^n leaves the normal range; NaN stays NaN.
     return xsimd::select(x < V(kCutoff), V(0.0f), e);
@@ -161,20 +149,20 @@ struct ShiftedExp {
   }
   V vm;
   static constexpr float kCutoff = -87.33654f;  // ln(2^-126)
-  // 2^f = 1 + f (kD1 + f (kD2 + ... + f kD6)) on [0, 1] (AVX-512).
-  static constexpr float kD1 = 0.6931470632553101f;
-  static constexpr float kD2 = 0.2402293086051941f;
-  static constexpr float kD3 = 0.055485282093286514f;
-  static constexpr float kD4 = 0.009675451554358006f;
-  static constexpr float kD5 = 0.0012467845808714628f;
-  static constexpr float kD6 = 0.00021612914861179888f;
-  // 2^f = 1 + f (kC1 + f (kC2 + ... + f kC6)) on [-1/2, 1/2] (the other ISAs).
-  static constexpr float kC1 = 0.6931471824645996f;
-  static constexpr float kC2 = 0.24022647738456726f;
-  static constexpr float kC3 = 0.055503323674201965f;
-  static constexpr float kC4 = 0.00961843691766262f;
-  static constexpr float kC5 = 0.0013398873852565885f;
-  static constexpr float kC6 = 0.00015353361959569156f;
+  // 2^f = 1 + f (k[0] + f (k[1] + ... + f k[5])): kD on [0, 1] (AVX-512), kC on [-1/2, 1/2].
+  static constexpr float kD[6] = {0.6931470632553101f,    0.2402293086051941f,
+                                  0.055485282093286514f,  0.009675451554358006f,
+                                  0.0012467845808714628f, 0.00021612914861179888f};
+  static constexpr float kC[6] = {0.6931471824645996f,    0.24022647738456726f,
+                                  0.055503323674201965f,  0.00961843691766262f,
+                                  0.0013398873852565885f, 0.00015353361959569156f};
+  static V exp2_poly(V f, const float (&k)[6]) {
+    V p = fmadd<A>(V(k[5]), f, V(k[4]));
+#pragma GCC unroll 4
+    for (int i = 3; i >= 0; --i)
+      p = fmadd<A>(p, f, V(k[i]));
+    return fmadd<A>(p, f, V(1.0f));
+  }
 };
 
 template <class A>
