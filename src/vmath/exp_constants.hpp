@@ -27,6 +27,8 @@ constexpr float kC4 = 0.00833336077630519866943359f;
 constexpr float kC3 = 0.0416664853692054748535156f;
 constexpr float kC2 = 0.166666671633720397949219f;
 constexpr float kC1 = 0.5f;
+// ln(2^-126): the flushing exponentials (exp_nonpositive_flush, ShiftedExp) give 0 below it.
+constexpr float kFlushCutoff = -87.33654f;
 // |x| <= kFastLimit keeps n in [-126, 126], where 2^n is a normal float.
 constexpr float kFastLimit = 87.0f;
 // Clamp range of the careful path: e^-104 rounds to 0 and e^89 to +inf.

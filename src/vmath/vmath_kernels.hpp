@@ -91,7 +91,6 @@ inline vfloat<A> exp_careful(vfloat<A> x) {
 template <class A>
 inline vfloat<A> exp_nonpositive_flush(vfloat<A> x) {
   using V = vfloat<A>;
-  constexpr float kCutoff = -87.33654f;  // ln(2^-126)
 #if defined(__AVX512F__)
   // The same values in 3 fewer instructions (on a core that issues two 512-bit operations per
   // cycle, the exp is bound by their count): no clamp, since lanes below the cutoff (-inf too,
@@ -100,13 +99,13 @@ inline vfloat<A> exp_nonpositive_flush(vfloat<A> x) {
   vfloat<A> t;
   const V p = reduce_and_poly<A>(x, &t);
   const V n = t - V(c::kMagicBias);
-  return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(x, V(kCutoff), _CMP_NLT_UQ), p, n);
+  return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(x, V(c::kFlushCutoff), _CMP_NLT_UQ), p, n);
 #else
   // max(cutoff, x): x when x is NaN (the second operand wins), so NaN flows through.
   vfloat<A> t;
-  const V p = reduce_and_poly<A>(xsimd::max(V(kCutoff), x), &t);
+  const V p = reduce_and_poly<A>(xsimd::max(V(c::kFlushCutoff), x), &t);
   const V e = p * xsimd::bitwise_cast<V>(xsimd::bitwise_cast<vint<A>>(t) << 23);
-  return xsimd::select(x < V(kCutoff), V(0.0f), e);
+  return xsimd::select(x < V(c::kFlushCutoff), V(0.0f), e);
 #endif
 }
 
@@ -144,11 +143,10 @@ struct ShiftedExp {
     const V p = exp2_poly(fmadd<A>(x, V(c::kLog2e), V(c::kMagicBias) - t), kC);
     const V e = p * xsimd::bitwise_cast<V>(xsimd::bitwise_cast<vint<A>>(t) << 23);
     // x < ln 2^-126 (-inf included) gives 0, before 2^n leaves the normal range; NaN stays NaN.
-    return xsimd::select(x < V(kCutoff), V(0.0f), e);
+    return xsimd::select(x < V(c::kFlushCutoff), V(0.0f), e);
 #endif
   }
   V vm;
-  static constexpr float kCutoff = -87.33654f;  // ln(2^-126)
   // 2^f = 1 + f (k[0] + f (k[1] + ... + f k[5])): kD on [0, 1] (AVX-512), kC on [-1/2, 1/2].
   static constexpr float kD[6] = {0.6931470632553101f,    0.2402293086051941f,
                                   0.055485282093286514f,  0.009675451554358006f,
