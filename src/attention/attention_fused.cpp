@@ -381,7 +381,7 @@ class Task {
       block_keys(cut, ib, std::min(mr, n - ib), k0, cols, &lo, &hi);
       for (std::size_t jp = lo / nr; jp < div_up(hi, nr); ++jp) {
         kern_.attention_scores(dk, q + ib * dk, k_tile + jp * nr * dk, w_.s + ib * p_.bk + jp * nr,
-                               p_.bk, d_.scale, 0.0f, std::min(mr, n - ib), nr, nullptr);
+                               p_.bk, d_.scale, 0.0f, std::min(mr, n - ib), nr, nullptr, {});
       }
     }
   }

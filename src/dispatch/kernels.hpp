@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "attn/isa.hpp"
+#include "matmul/l2_prefetch.hpp"
 
 namespace attn::detail {
 
@@ -22,10 +23,10 @@ struct GemmBlocking {
 // c] for c < Kernels::gemm_a_copies, usually 1) and B is packed NR-wide per k (b[p * NR + j]), p <
 // k. k may be 0. Only the first m <= MR rows and n <= NR columns of C are read or written (edge
 // tiles need no copy). beta == 0: C is not read. bias: nullptr, or n values added to every row (C =
-// alpha A B + beta C + bias).
+// alpha A B + beta C + bias). next: memory to fetch into L2 meanwhile (L2Prefetch; {} for none).
 using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, float* c,
                              std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
-                             const float* bias);
+                             const float* bias, L2Prefetch next);
 
 // The small-matrix micro-kernel (no packing): C[m x n] (m <= gemm_direct_mr, n <= gemm_direct_nr)
 // = alpha * A B + beta * C with A row-major (row stride lda) and B row-major (row stride ldb).

@@ -8,6 +8,7 @@
 
 #include <type_traits>
 
+#include "matmul/l2_prefetch.hpp"
 #include "simd/simd.hpp"
 
 namespace attn::detail {
@@ -176,23 +177,25 @@ __attribute__((always_inline)) inline void store_tile(const vfloat<A> (&acc)[MR]
 
 // MR rows of an A panel packed AS rows wide (AS >= MR), C copies of each value (see
 // rank1_update_packed): the full tile (AS == MR) or, for the first m <= MR rows of a wider panel,
-// a shorter tile that does only their FMAs. PF: prefetch the tile of C (see the k loop); a tile
-// whose C is in L1 (the fused attention's score tile) skips it: AVX-512 attention 1x12x512x64
-// 0.988x the time without (bench/ab, 5 rounds, 0.976-0.989; 128 to 2048 tokens, bidirectional
-// and causal, 0.988-0.998x).
+// a shorter tile that does only their FMAs. PF: prefetch the tile of C (see the k loop) and
+// follow the L2Prefetch hint; a tile whose C is in L1 and that gets no hints (the fused
+// attention's score tile) skips both: AVX-512 attention 1x12x512x64 0.988x the time without the
+// C prefetch (bench/ab, 5 rounds, 0.976-0.989; 128 to 2048 tokens, bidirectional and causal,
+// 0.988-0.998x).
 template <int MR, int NV, int AS = MR, int C = 1, bool PF = true>
 struct gemm_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
-                  float alpha, float beta, std::size_t m, std::size_t n, const float* bias) const;
+                  float alpha, float beta, std::size_t m, std::size_t n, const float* bias,
+                  L2Prefetch next) const;
 };
 
 template <int MR, int NV, int AS, int C, bool PF>
 template <class A>
 void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a, const float* b,
                                                 float* c, std::size_t ldc, float alpha, float beta,
-                                                std::size_t m, std::size_t n,
-                                                const float* bias) const {
+                                                std::size_t m, std::size_t n, const float* bias,
+                                                L2Prefetch next) const {
   static_assert(MR <= AS, "a tile cannot have more rows than its packed panel");
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
@@ -215,7 +218,17 @@ void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a
   // 0.986x the time (bench/ab, 8 rounds, range 0.969-0.998); 512^3 and 1024^3 unchanged.
   constexpr std::size_t kTail = 32;
   const std::size_t tail = k < kTail ? k : kTail;
-  for (std::size_t p = tail; p < k; ++p)
+  std::size_t p = tail;
+  const char* line = reinterpret_cast<const char*>(next.p);
+  for (std::size_t left = PF ? next.lines : 0; left != 0 && p + L2Prefetch::kSteps <= k; --left) {
+    __builtin_prefetch(line, 0, 2);  // to L2 (prefetcht1, PRFM PLDL2KEEP)
+    line += L2Prefetch::kLineBytes;
+#pragma GCC unroll 1  // unrolled, GCC 12 interleaves the steps' loads and spills accumulators
+    for (int s = 0; s < L2Prefetch::kSteps; ++s)
+      step();
+    p += L2Prefetch::kSteps;
+  }
+  for (; p < k; ++p)
     step();
   if (PF && k > kTail) prefetch_tile<A, MR, NV>(c, ldc, m);
   for (std::size_t p = 0; p < tail; ++p)
@@ -230,21 +243,22 @@ template <int MR, int NV, int SMALL, int MID, int C = 1, bool PF = true>
 struct gemm_kernel_by_rows {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
-                  float alpha, float beta, std::size_t m, std::size_t n, const float* bias) const {
+                  float alpha, float beta, std::size_t m, std::size_t n, const float* bias,
+                  L2Prefetch next) const {
     static_assert(SMALL <= MID && MID <= MR, "row tiles must grow");
     if constexpr (SMALL < MR) {
       if (m <= SMALL) {
-        gemm_kernel<SMALL, NV, MR, C, PF>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias);
+        gemm_kernel<SMALL, NV, MR, C, PF>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias, next);
         return;
       }
     }
     if constexpr (SMALL < MID && MID < MR) {
       if (m <= MID) {
-        gemm_kernel<MID, NV, MR, C, PF>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias);
+        gemm_kernel<MID, NV, MR, C, PF>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias, next);
         return;
       }
     }
-    gemm_kernel<MR, NV, MR, C, PF>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias);
+    gemm_kernel<MR, NV, MR, C, PF>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias, next);
   }
 };
 

@@ -29,9 +29,9 @@ constexpr int kCopies = static_cast<int>(lanes<Arch>);
 
 void gemm_kernel_4x8_copies(std::size_t k, const float* a, const float* b, float* c,
                             std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
-                            const float* bias) {
+                            const float* bias, L2Prefetch next) {
   gemm_kernel_by_rows<ATTN_GEMM_MR, ATTN_GEMM_NV, ATTN_GEMM_MR_SMALL, ATTN_GEMM_MR_MID, kCopies>{}(
-      Arch{}, k, a, b, c, ldc, alpha, beta, m, n, bias);
+      Arch{}, k, a, b, c, ldc, alpha, beta, m, n, bias, next);
 }
 
 void gemm_pack_a_4_copies(const float* a, std::size_t lda, std::size_t rows, std::size_t k,
