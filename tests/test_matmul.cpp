@@ -161,7 +161,9 @@ TEST_CASE("matmul: a row-major B one packed tile wide (the no-packing wide tile)
   // On AVX-512, n == 64 with k >= 192 and m >= 64 takes the 6 x 64 tile without packing
   // (use_direct_wide in matmul/gemm.cpp); the other ISAs run these shapes on their usual paths.
   // m = 64, 65, 67, 68, 70, 131: last row blocks of 4 (the 4-row tile), 5, 1, 2, 4 and 5 rows;
-  // k at the threshold and past it; strides past the row; threads 1 and 3 bit-identical.
+  // k at the threshold and past it, which the tile takes in chunks whose B rows fit L1 (128 on a
+  // 48 KiB L1: 193 ends in a chunk of 65, see wide_k_chunk); strides past the row; threads 1 and
+  // 3 bit-identical.
   const Case cases[] = {
       {64, 64, 192, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {65, 64, 193, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
