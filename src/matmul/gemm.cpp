@@ -45,7 +45,7 @@ Plan make_plan(const Kernels& kern, const GemmShape& s, int threads) {
 }
 
 // Packs rows [i0, i0 + mc) x cols [p0, p0 + kc) of op(A) into MR-row panels: panel r holds
-// a[(p * MR + i) * copies + c]; rows past m are zero.
+// a[(p * MR + i) * copies + c]; rows past m are zero. a.cs == 1 or a.rs == 1 (GemmOperand).
 void pack_a(const Kernels& kern, const Plan& plan, const GemmOperand& a, std::size_t i0,
             std::size_t mc, std::size_t p0, std::size_t kc, float* dst) {
   const std::size_t mr = plan.mr, copies = plan.copies;
@@ -54,21 +54,15 @@ void pack_a(const Kernels& kern, const Plan& plan, const GemmOperand& a, std::si
     const float* src = a.data + (i0 + ir) * a.rs + p0 * a.cs;
     if (a.cs == 1) {  // row-major A: a transpose into the panel
       kern.gemm_pack_a(src, a.rs, rows, kc, dst);
-    } else if (a.rs == 1) {  // A^T: MR contiguous values per k
+    } else {  // A^T: MR contiguous values per k
       kern.gemm_pack_a_cols(src, a.cs, rows, kc, dst);
-    } else {
-      for (std::size_t p = 0; p < kc; ++p) {
-        for (std::size_t i = 0; i < mr; ++i) {
-          const float v = i < rows ? src[i * a.rs + p * a.cs] : 0.0f;
-          std::fill_n(dst + (p * mr + i) * copies, copies, v);
-        }
-      }
     }
   }
 }
 
 // Packs rows [p0, p0 + kc) x the column panels [panel_begin, panel_end) of op(B) restricted to
-// columns [j0, j0 + nc): panel jp holds b[p * NR + j]; columns past n are zero.
+// columns [j0, j0 + nc): panel jp holds b[p * NR + j]; columns past n are zero. b.cs == 1 or
+// b.rs == 1 (GemmOperand).
 void pack_b(const Kernels& kern, const Plan& plan, const GemmOperand& b, std::size_t p0,
             std::size_t kc, std::size_t j0, std::size_t nc, std::size_t panel_begin,
             std::size_t panel_end, float* panels) {
@@ -80,14 +74,8 @@ void pack_b(const Kernels& kern, const Plan& plan, const GemmOperand& b, std::si
     const float* src = b.data + p0 * b.rs + (j0 + jr) * b.cs;
     if (b.cs == 1) {  // row-major B: NR contiguous values per k
       kern.gemm_pack_b_rows(src, b.rs, cols, kc, dst);
-    } else if (b.rs == 1) {  // B^T: a transpose into the panel
+    } else {  // B^T: a transpose into the panel
       kern.gemm_pack_b_cols(src, b.cs, cols, kc, dst);
-    } else {
-      for (std::size_t p = 0; p < kc; ++p) {
-        for (std::size_t j = 0; j < nr; ++j) {
-          dst[p * nr + j] = j < cols ? src[p * b.rs + j * b.cs] : 0.0f;
-        }
-      }
     }
   }
 }
@@ -137,8 +125,8 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
 constexpr std::size_t kMinPackedRows = 64;
 constexpr std::size_t kMaxInPlaceCols = 64;
 
-bool use_direct(const GemmShape& s, const GemmOperand& a, const GemmOperand& b) {
-  if (a.cs != 1 || (b.cs != 1 && b.rs != 1) || s.k > 1024) return false;
+bool use_direct(const GemmShape& s, const GemmOperand& a) {
+  if (a.cs != 1 || s.k > 1024) return false;
   const CpuInfo& cpu = cpu_info();
   const std::size_t b_bytes = s.k * s.n * sizeof(float);
   if (b_bytes > cpu.l2_bytes / 2) return false;
@@ -230,7 +218,7 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
 
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
                                const GemmOperand& a, const GemmOperand& b) {
-  if (use_direct(shape, a, b)) {
+  if (use_direct(shape, a)) {
     return direct_packs_b(b) ? shape.k * round_up(shape.n, kern.gemm_direct_nr) * sizeof(float) : 0;
   }
   threads = effective_threads(threads, shape);
@@ -247,14 +235,13 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
     scale_c(s.m, s.n, alpha, beta, c, ldc, bias);
     return;
   }
-  if (s.m <= kern.gemm_direct_mr && s.n <= kern.gemm_direct_nr && b.cs == 1 &&
-      use_direct(s, a, b)) {
+  if (s.m <= kern.gemm_direct_mr && s.n <= kern.gemm_direct_nr && b.cs == 1 && use_direct(s, a)) {
     // One no-packing tile (the seed's 6 x 16 x 64): gemm_direct's only call, without its loops.
     direct_tile(kern, false, s, alpha, a, 0, s.m, b.data, b.rs, 0, beta, c, ldc, bias);
     return;
   }
   threads = effective_threads(threads, s);
-  if (use_direct(s, a, b)) {
+  if (use_direct(s, a)) {
     gemm_direct(kern, threads, s, alpha, a, b, beta, c, ldc, bias, static_cast<float*>(scratch));
     return;
   }

@@ -10,6 +10,7 @@
 namespace attn::detail {
 
 // op(X)(i, p) = data[i * rs + p * cs]: rs = stride, cs = 1 for X; rs = 1, cs = stride for X^T.
+// One of rs and cs is 1 (the packing routines take rows or columns that are contiguous).
 struct GemmOperand {
   const float* data;
   std::size_t rs;
