@@ -423,15 +423,79 @@ struct gemm_direct_pairs_kernel {
   }
 };
 
-template <int MR, int SMALL>
+// The one-vector-wide no-packing kernel without shuffles: one broadcast per FMA, even k steps
+// into one set of accumulators and odd steps into another (two independent chains per row,
+// summed at the end; -0 + -0 stays -0). Against gemm_direct_pairs_kernel it issues more loads and
+// no shuffles, which on AVX-512 Intel cores share ports 0 and 5 with the FMAs: see
+// ATTN_GEMM_DIRECT_NARROW_SPLIT_SMALL in matmul/gemm_kernel_14x32_avx512.cpp.
+template <int MR>
+struct gemm_direct_split_kernel {
+  template <class A>
+  void operator()(A, std::size_t k, const float* a, std::size_t lda, const float* b,
+                  std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
+                  std::size_t m, std::size_t n, const float* bias) const {
+    using V = vfloat<A>;
+    constexpr std::size_t L = lanes<A>;
+    V even[MR], odd[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+      even[i] = odd[i] = V(-0.0f);  // see zero_tile
+    const float* rows[MR];
+    direct_row_ptrs<MR>(a, lda, m, rows);
+    const std::size_t width = n < L ? n : L;
+    // `full` is a std::bool_constant: whole-vector loads, or masked loads of an edge panel.
+    const auto k_loop = [&](auto full) {
+      const auto load_b = [&](std::size_t p) {
+        if constexpr (decltype(full)::value) {
+          return V::load_unaligned(b + p * ldb);
+        } else {
+          return load_partial<A>(b + p * ldb, width, 0.0f);
+        }
+      };
+      std::size_t p = 0;
+      for (; p + 2 <= k; p += 2) {
+        const V r0 = load_b(p), r1 = load_b(p + 1);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) {
+          even[i] = fmadd<A>(V(rows[i][p]), r0, even[i]);
+          odd[i] = fmadd<A>(V(rows[i][p + 1]), r1, odd[i]);
+        }
+      }
+      if (p < k) {
+        const V r0 = load_b(p);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i)
+          even[i] = fmadd<A>(V(rows[i][p]), r0, even[i]);
+      }
+    };
+    if (n >= L) {
+      k_loop(std::true_type{});
+    } else {
+      k_loop(std::false_type{});
+    }
+    V acc[MR][1];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+      acc[i][0] = even[i] + odd[i];
+    store_tile<A, MR, 1>(acc, c, ldc, alpha, beta, m, n, bias);
+  }
+};
+
+// The narrow kernels by rows: the pairs kernel, or for at most SMALL rows the split kernel where
+// SPLIT_SMALL is set.
+template <int MR, int SMALL, bool SPLIT_SMALL = false>
 struct gemm_direct_pairs_by_rows {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, std::size_t lda, const float* b,
                   std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
                   std::size_t m, std::size_t n, const float* bias) const {
     with_direct_rows<SMALL, MR>(m, [&](auto rows) {
-      gemm_direct_pairs_kernel<decltype(rows)::value>{}(arch, k, a, lda, b, ldb, c, ldc, alpha,
-                                                        beta, m, n, bias);
+      constexpr int R = decltype(rows)::value;
+      if constexpr (SPLIT_SMALL && R == SMALL) {
+        gemm_direct_split_kernel<R>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
+      } else {
+        gemm_direct_pairs_kernel<R>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
+      }
     });
   }
 };
