@@ -152,12 +152,13 @@ void direct_tile(const Kernels& kern, bool wide, const GemmShape& s, float alpha
 // The wide tile's k loop in chunks whose B rows fit in two thirds of L1 (128 rows of 64 floats,
 // 32 KiB, in a 48 KiB L1), each chunk taken over all of a thread's row blocks before the next:
 // B then comes from L2 once per chunk instead of once per row block, for one L2 round trip of C
-// per chunk (C = alpha A B + beta C on the first, C += alpha A B on the others, as the packed
-// path's KC passes). Only while all of A fits in half of L2 (the chunks re-read it; the rule
-// sees the whole A, not a thread's rows, so that the sums do not depend on the thread count).
-// AVX-512 on the Intel Xeon of the README, in-process alternation of the two versions, medians
-// of 21-41 pairs: 512 x 64 x 512 0.93-0.95x the time (1 and 2 threads), 256 x 64 x 256 0.92x,
-// 512 x 64 x 192 0.92x, 64 x 64 x 1024 0.96x; with A at 4 MiB, 1024 x 64 x 1024 took 1.00-1.04x.
+// per chunk (C = alpha A B + beta C + bias on the first, C += alpha A B on the others, as the
+// packed path's KC passes). Chunks are whole multiples of 16 rows. Only while all of A fits in half
+// of L2 (the chunks re-read it; the rule sees the whole A, not a thread's rows, so that the sums do
+// not depend on the thread count). AVX-512 on the Intel Xeon of the README, in-process alternation
+// of the two versions, medians of 21-41 pairs: 512 x 64 x 512 0.93-0.95x the time (1 and 2
+// threads), 256 x 64 x 256 0.92x, 512 x 64 x 192 0.92x, 64 x 64 x 1024 0.96x; with A at 4 MiB, 1024
+// x 64 x 1024 took 1.00-1.04x.
 std::size_t wide_k_chunk(const Kernels& kern, const GemmShape& s) {
   const CpuInfo& cpu = cpu_info();
   if (s.m * s.k * sizeof(float) > cpu.l2_bytes / 2) return s.k;
@@ -174,7 +175,7 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
                  const float* bias, float* panels) {
   const bool wide = use_direct_wide(kern, s, b);
   const std::size_t mr = wide ? kern.gemm_direct_wide_mr : kern.gemm_direct_mr;
-  const std::size_t nr = wide ? kern.gemm_nr : kern.gemm_direct_nr;
+  const std::size_t nr = kern.gemm_direct_nr;  // of the packed and narrow paths below
   const std::size_t blocks = (s.m + mr - 1) / mr;
   const bool packed = direct_packs_b(b);
   const std::size_t ldb = packed ? nr : b.rs;
@@ -257,8 +258,7 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
   // (sliver_share): the first call then took 5.5k. Where the sliver fits L1 (AVX2, SSE2, NEON)
   // the calls are short and it is read from L1 after the first: SSE2 1024^3 took 1.04x the
   // time with the hint, AVX2 1.02x (in-process alternation, medians of 9 and 15).
-  const bool prefetch_slivers =
-      plan.nr * std::min(plan.kc, s.k) * sizeof(float) > cpu_info().l1d_bytes;
+  const bool prefetch_slivers = plan.nr * plan.kc * sizeof(float) > cpu_info().l1d_bytes;
 
   run_parallel(threads, [&](int tid, int nt) {
     float* a_buf = thread_bufs + static_cast<std::size_t>(tid) * plan.a_floats;

@@ -7,9 +7,10 @@
 
 namespace attn::detail {
 
-// `lines` cache lines (64 bytes) from p on, which the call fetches into L2 (one line every
-// kSteps k steps of its loop, from the start; lines past k / kSteps are left alone) and never
-// reads.
+// `lines` cache lines (64 bytes) from p on, which the call fetches into L2 and never reads: the
+// SIMD kernels issue them in equal bursts, one burst per kSteps k steps of the loop before its
+// last 32 steps (none when k < 32 + kSteps); the scalar kernel and the attention's scores tile
+// ignore the hint.
 struct L2Prefetch {
   static constexpr std::size_t kLineBytes = 64;
   static constexpr int kSteps = 8;
@@ -17,9 +18,9 @@ struct L2Prefetch {
   std::size_t lines = 0;
 };
 
-// The share of the next B sliver (`sliver_floats` floats at next, a whole number of lines) that
-// the call for row panel r of a block of `panels` row panels fetches: calls 1 to panels - 1 take
-// equal consecutive shares that cover the sliver, call 0 (which streams the current sliver for
+// The share of the next B sliver (`sliver_floats` floats at next; a last partial line is left out)
+// that the call for row panel r of a block of `panels` row panels fetches: calls 1 to panels - 1
+// take equal consecutive shares that cover the sliver, call 0 (which streams the current sliver for
 // the first time) takes none.
 inline L2Prefetch sliver_share(const float* next, std::size_t sliver_floats, std::size_t r,
                                std::size_t panels) {

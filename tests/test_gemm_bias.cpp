@@ -1,0 +1,82 @@
+// The GEMM driver's bias (detail::gemm's last argument, which self_attention's projections use):
+// C = alpha A B + beta C + bias, the bias added exactly once whichever path serves the shape and
+// however many k passes or chunks it takes (the packed path's KC passes, the no-packing wide
+// tile's k chunks on AVX-512: wide_k_chunk in src/matmul/gemm.cpp). The public matmul has no
+// bias, and self_attention's tolerance at these sizes is too loose to see a bias dropped.
+//
+// Tolerance per element: (k + 2) u_f (|alpha| sum |a||b| + |beta c| + |bias|), u_f = FLT_EPSILON:
+// k products and sums in float, the alpha and beta products, the bias add.
+#include <catch2/catch.hpp>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdlib>
+#include <vector>
+
+#include "dispatch/kernels.hpp"
+#include "matmul/gemm.hpp"
+#include "support/test_support.hpp"
+
+namespace {
+
+struct BiasCase {
+  std::size_t m, n, k;
+  float alpha, beta;
+};
+
+}  // namespace
+
+TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
+  // 67 x 64 x 300: AVX-512's wide tile in k chunks (193 = 128 + 65 too); 70 x 100 x 300: the
+  // packed or the no-packing path, by CPU; 70 x 130 x 1100: k > 1024 is packed, in KC passes;
+  // 5 x 16 x 64: one no-packing tile (the seed's shape).
+  const BiasCase cases[] = {
+      {67, 64, 300, 1.0f, 0.0f},   {64, 64, 193, -0.5f, 1.0f}, {70, 100, 300, 1.0f, 0.5f},
+      {70, 130, 1100, 1.0f, 0.0f}, {5, 16, 64, 2.0f, 0.0f},
+  };
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    for (const BiasCase& cs : cases) {
+      for (int threads : {1, 3}) {
+        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " m " << cs.m << " n "
+                    << cs.n << " k " << cs.k << " alpha " << cs.alpha << " beta " << cs.beta);
+        attn_test::Rng rng(static_cast<std::uint32_t>(cs.m * 7 + cs.k));
+        const auto a = rng.uniform_vec(cs.m * cs.k), b = rng.uniform_vec(cs.k * cs.n),
+                   bias = rng.uniform_vec(cs.n, 4.0f, 8.0f);
+        auto c0 = rng.uniform_vec(cs.m * cs.n);
+        if (cs.beta == 0.0f) c0.assign(c0.size(), attn_test::nan_f());  // never read
+        auto c = c0;
+        const attn::detail::GemmShape shape{cs.m, cs.n, cs.k};
+        const attn::detail::GemmOperand ga{a.data(), cs.k, 1}, gb{b.data(), cs.n, 1};
+        const std::size_t bytes = attn::detail::gemm_scratch_bytes(*kern, threads, shape, ga, gb);
+        void* scratch = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+        REQUIRE(scratch != nullptr);
+        attn::detail::gemm(*kern, threads, shape, cs.alpha, ga, gb, cs.beta, c.data(), cs.n,
+                           scratch, bias.data());
+        std::free(scratch);
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < cs.m; ++i) {
+          for (std::size_t j = 0; j < cs.n; ++j) {
+            double sum = 0.0, mag = 0.0;
+            for (std::size_t p = 0; p < cs.k; ++p) {
+              const double prod = double(a[i * cs.k + p]) * double(b[p * cs.n + j]);
+              sum += prod;
+              mag += std::fabs(prod);
+            }
+            const double cij = cs.beta == 0.0f ? 0.0 : double(cs.beta) * c0[i * cs.n + j];
+            const double want = double(cs.alpha) * sum + cij + bias[j];
+            const double tol = double(cs.k + 2) * FLT_EPSILON *
+                               (std::fabs(double(cs.alpha)) * mag + std::fabs(cij) + bias[j]);
+            const double err = std::fabs(double(c[i * cs.n + j]) - want);
+            if (!(err <= tol) && bad++ < 5) {
+              FAIL_CHECK("c(" << i << ", " << j << ") = " << c[i * cs.n + j] << ", want " << want
+                              << ", tolerance " << tol);
+            }
+          }
+        }
+        CHECK(bad == 0);
+      }
+    }
+  }
+}
