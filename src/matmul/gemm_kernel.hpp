@@ -363,50 +363,71 @@ struct gemm_direct_by_rows {
   }
 };
 
-// The one-vector-wide no-packing kernel, two k steps per FMA: each row's A pair (a[p], a[p+1]) is
-// one 8-byte broadcast, B rows p and p+1 are interleaved by zip_lo/zip_hi, and add_pairs sums the
-// two steps at the end. Against one broadcast per k step this halves the loads per FMA (a narrow
-// tile does one load per FMA otherwise, and load-bound: 6 x 16 x 64 ran at 75% of the FMA rate),
-// and the lo and hi accumulators of each row are two independent chains (the seed's 6 x 16 x 64
-// would otherwise be a chain of 64 dependent FMAs per accumulator).
-template <int MR>
-struct gemm_direct_pairs_kernel {
+// Calls f(load_b), where load_b(p) returns row p of a B one vector wide (row stride ldb): whole
+// vectors when n >= lanes, else n floats and zeros (an edge panel); f is instantiated for both.
+template <class A, class F>
+inline void with_narrow_b(const float* b, std::size_t ldb, std::size_t n, const F& f) {
+  using V = vfloat<A>;
+  if (n >= lanes<A>) {
+    f([b, ldb](std::size_t p) { return V::load_unaligned(b + p * ldb); });
+  } else {
+    f([b, ldb, n](std::size_t p) { return load_partial<A>(b + p * ldb, n, 0.0f); });
+  }
+}
+
+// The one-vector-wide no-packing kernels, two accumulators per row (two independent chains,
+// summed at the end: the seed's 6 x 16 x 64 would otherwise be a chain of 64 dependent FMAs per
+// accumulator), in one of two ways:
+// - PAIRS, two k steps per FMA: each row's A pair (a[p], a[p+1]) is one 8-byte broadcast, B rows
+//   p and p+1 are interleaved by zip_lo/zip_hi, and add_pairs sums the two halves at the end.
+//   Against one broadcast per k step this halves the loads per FMA (a narrow tile does one load
+//   per FMA otherwise; 6 x 16 x 64 ran at 75% of the FMA rate on Zen 5).
+// - SPLIT, one broadcast per FMA: even k steps into one accumulator, odd steps into the other
+//   (-0 + -0 stays -0). More loads and no shuffles, which on AVX-512 Intel cores share ports 0
+//   and 5 with the FMAs: see ATTN_GEMM_DIRECT_NARROW_SPLIT_SMALL in
+//   matmul/gemm_kernel_14x32_avx512.cpp.
+template <int MR, bool SPLIT>
+struct gemm_direct_narrow_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* a, std::size_t lda, const float* b,
                   std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
                   std::size_t m, std::size_t n, const float* bias) const {
     using V = vfloat<A>;
-    constexpr std::size_t L = lanes<A>;
-    V lo[MR], hi[MR];
+    V lo[MR], hi[MR];  // SPLIT: even and odd k steps
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i)
       lo[i] = hi[i] = V(-0.0f);  // see zero_tile
     const float* rows[MR];
     direct_row_ptrs<MR>(a, lda, m, rows);
-    const std::size_t width = n < L ? n : L;
-    // `full` is a std::bool_constant: whole-vector loads, or masked loads of an edge panel.
-    const auto k_loop = [&](auto full) {
-      const auto load_b = [&](std::size_t p) {
-        if constexpr (decltype(full)::value) {
-          return V::load_unaligned(b + p * ldb);
-        } else {
-          return load_partial<A>(b + p * ldb, width, 0.0f);
-        }
-      };
+    with_narrow_b<A>(b, ldb, n, [&](const auto& load_b) {
       std::size_t p = 0;
       for (; p + 2 <= k; p += 2) {
         const V r0 = load_b(p), r1 = load_b(p + 1);
-        const V zl = zip_lo<A>(r0, r1), zh = zip_hi<A>(r0, r1);
+        if constexpr (SPLIT) {
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i) {
-          const V av = broadcast_pair<A>(rows[i] + p);
-          lo[i] = fmadd<A>(av, zl, lo[i]);
-          hi[i] = fmadd<A>(av, zh, hi[i]);
+          for (int i = 0; i < MR; ++i) {
+            lo[i] = fmadd<A>(V(rows[i][p]), r0, lo[i]);
+            hi[i] = fmadd<A>(V(rows[i][p + 1]), r1, hi[i]);
+          }
+        } else {
+          const V zl = zip_lo<A>(r0, r1), zh = zip_hi<A>(r0, r1);
+#pragma GCC unroll 16
+          for (int i = 0; i < MR; ++i) {
+            const V av = broadcast_pair<A>(rows[i] + p);
+            lo[i] = fmadd<A>(av, zl, lo[i]);
+            hi[i] = fmadd<A>(av, zh, hi[i]);
+          }
         }
       }
-      if (p < k) {  // an odd k: the pair (a[p], -0) against rows p and a zero row (-0 * 0,
-                    // never a[p] * 0, which is NaN for an infinite a[p]; a[p + 1] is not read)
-        const V r0 = load_b(p), zero(0.0f);
+      if (p == k) return;
+      const V r0 = load_b(p);
+      if constexpr (SPLIT) {
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i)
+          lo[i] = fmadd<A>(V(rows[i][p]), r0, lo[i]);
+      } else {  // an odd k: the pair (a[p], -0) against rows p and a zero row (-0 * 0, never
+                // a[p] * 0, which is NaN for an infinite a[p]; a[p + 1] is not read)
+        const V zero(0.0f);
         const V zl = zip_lo<A>(r0, zero), zh = zip_hi<A>(r0, zero);
 #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) {
@@ -416,93 +437,27 @@ struct gemm_direct_pairs_kernel {
           hi[i] = fmadd<A>(av, zh, hi[i]);
         }
       }
-    };
-    if (n >= L) {
-      k_loop(std::true_type{});
-    } else {
-      k_loop(std::false_type{});
-    }
+    });
     V acc[MR][1];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i)
-      acc[i][0] = add_pairs<A>(lo[i], hi[i]);
+      acc[i][0] = SPLIT ? lo[i] + hi[i] : add_pairs<A>(lo[i], hi[i]);
     store_tile<A, MR, 1>(acc, c, ldc, alpha, beta, m, n, bias);
   }
 };
 
-// The one-vector-wide no-packing kernel without shuffles: one broadcast per FMA, even k steps
-// into one set of accumulators and odd steps into another (two independent chains per row,
-// summed at the end; -0 + -0 stays -0). Against gemm_direct_pairs_kernel it issues more loads and
-// no shuffles, which on AVX-512 Intel cores share ports 0 and 5 with the FMAs: see
-// ATTN_GEMM_DIRECT_NARROW_SPLIT_SMALL in matmul/gemm_kernel_14x32_avx512.cpp.
-template <int MR>
-struct gemm_direct_split_kernel {
-  template <class A>
-  void operator()(A, std::size_t k, const float* a, std::size_t lda, const float* b,
-                  std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
-                  std::size_t m, std::size_t n, const float* bias) const {
-    using V = vfloat<A>;
-    constexpr std::size_t L = lanes<A>;
-    V even[MR], odd[MR];
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
-      even[i] = odd[i] = V(-0.0f);  // see zero_tile
-    const float* rows[MR];
-    direct_row_ptrs<MR>(a, lda, m, rows);
-    const std::size_t width = n < L ? n : L;
-    // `full` is a std::bool_constant: whole-vector loads, or masked loads of an edge panel.
-    const auto k_loop = [&](auto full) {
-      const auto load_b = [&](std::size_t p) {
-        if constexpr (decltype(full)::value) {
-          return V::load_unaligned(b + p * ldb);
-        } else {
-          return load_partial<A>(b + p * ldb, width, 0.0f);
-        }
-      };
-      std::size_t p = 0;
-      for (; p + 2 <= k; p += 2) {
-        const V r0 = load_b(p), r1 = load_b(p + 1);
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i) {
-          even[i] = fmadd<A>(V(rows[i][p]), r0, even[i]);
-          odd[i] = fmadd<A>(V(rows[i][p + 1]), r1, odd[i]);
-        }
-      }
-      if (p < k) {
-        const V r0 = load_b(p);
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i)
-          even[i] = fmadd<A>(V(rows[i][p]), r0, even[i]);
-      }
-    };
-    if (n >= L) {
-      k_loop(std::true_type{});
-    } else {
-      k_loop(std::false_type{});
-    }
-    V acc[MR][1];
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
-      acc[i][0] = even[i] + odd[i];
-    store_tile<A, MR, 1>(acc, c, ldc, alpha, beta, m, n, bias);
-  }
-};
-
-// The narrow kernels by rows: the pairs kernel, or for at most SMALL rows the split kernel where
-// SPLIT_SMALL is set.
+// The narrow kernel by rows: in pairs of k steps, or split into even and odd steps for at most
+// SMALL rows where SPLIT_SMALL is set.
 template <int MR, int SMALL, bool SPLIT_SMALL = false>
-struct gemm_direct_pairs_by_rows {
+struct gemm_direct_narrow_by_rows {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, std::size_t lda, const float* b,
                   std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
                   std::size_t m, std::size_t n, const float* bias) const {
     with_direct_rows<SMALL, MR>(m, [&](auto rows) {
       constexpr int R = decltype(rows)::value;
-      if constexpr (SPLIT_SMALL && R == SMALL) {
-        gemm_direct_split_kernel<R>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
-      } else {
-        gemm_direct_pairs_kernel<R>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
-      }
+      gemm_direct_narrow_kernel<R, SPLIT_SMALL && R == SMALL>{}(arch, k, a, lda, b, ldb, c, ldc,
+                                                                alpha, beta, m, n, bias);
     });
   }
 };
