@@ -255,7 +255,7 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
   // call over it, and from L3, where pack_b left it, in the first: rdtsc around the calls of an
   // AVX-512 2048^3 on the Intel Xeon of the README, the first took 12.4k ticks, the others 4.7k
   // (4.5% of the kernel's time). So the calls over sliver jp fetch sliver jp + 1 into L2
-  // (sliver_share): the first call then took 5.5k. Where the sliver fits L1 (AVX2, SSE2, NEON)
+  // (SliverShares): the first call then took 5.5k. Where the sliver fits L1 (AVX2, SSE2, NEON)
   // the calls are short and it is read from L1 after the first: SSE2 1024^3 took 1.04x the
   // time with the hint, AVX2 1.02x (in-process alternation, medians of 9 and 15).
   const bool prefetch_slivers = plan.nr * plan.kc * sizeof(float) > cpu_info().l1d_bytes;
@@ -295,8 +295,8 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
           std::size_t jp_begin, jp_end;
           static_range(n_panels, static_cast<int>(task % col_groups), static_cast<int>(col_groups),
                        &jp_begin, &jp_end);
-          const std::size_t a_panels = (mc + plan.mr - 1) / plan.mr;
           const std::size_t sliver = plan.nr * kc;
+          const SliverShares shares(sliver, (mc + plan.mr - 1) / plan.mr);
           for (std::size_t jp = jp_begin; jp < jp_end; ++jp) {
             const std::size_t jr = jp * plan.nr;
             const std::size_t cols = std::min(plan.nr, nc - jr);
@@ -305,10 +305,9 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
               const std::size_t rows = std::min(plan.mr, mc - ir);
               const float* ap = a_buf + ir * kc * plan.copies;
               float* cp = c + (ic + ir) * ldc + jc + jr;
-              const L2Prefetch next =
-                  prefetch_slivers && jp + 1 < jp_end
-                      ? sliver_share(bp + sliver, sliver, ir / plan.mr, a_panels)
-                      : L2Prefetch{};
+              const L2Prefetch next = prefetch_slivers && jp + 1 < jp_end
+                                          ? shares.of(bp + sliver, ir / plan.mr)
+                                          : L2Prefetch{};
               kern.gemm_ukernel(kc, ap, bp, cp, ldc, alpha, beta_pc, rows, cols,
                                 (pc == 0 && bias) ? bias + jc + jr : nullptr, next);
             }

@@ -18,19 +18,28 @@ struct L2Prefetch {
   std::size_t lines = 0;
 };
 
-// The share of the next B sliver (`sliver_floats` floats at next; a last partial line is left out)
-// that the call for row panel r of a block of `panels` row panels fetches: calls 1 to panels - 1
-// take equal consecutive shares that cover the sliver, call 0 (which streams the current sliver for
-// the first time) takes none.
-inline L2Prefetch sliver_share(const float* next, std::size_t sliver_floats, std::size_t r,
-                               std::size_t panels) {
-  constexpr std::size_t kLineFloats = L2Prefetch::kLineBytes / sizeof(float);
-  if (r == 0 || r >= panels) return {};
-  const std::size_t lines = sliver_floats / kLineFloats;
-  const std::size_t share = (lines + panels - 2) / (panels - 1);
-  const std::size_t first = (r - 1) * share;
-  if (first >= lines) return {};
-  return {next + first * kLineFloats, std::min(share, lines - first)};
-}
+// How the calls over one B sliver share the next sliver (`sliver_floats` floats; a last partial
+// line is left out) among a block of `panels` row panels: calls 1 to panels - 1 take equal
+// consecutive shares that cover the sliver, call 0 (which streams the current sliver for the
+// first time) takes none. Built once per block, so the calls do no division.
+class SliverShares {
+ public:
+  SliverShares(std::size_t sliver_floats, std::size_t panels)
+      : lines_(panels < 2 ? 0 : sliver_floats / kLineFloats),
+        share_(panels < 2 ? 0 : (lines_ + panels - 2) / (panels - 1)),
+        panels_(panels) {}
+
+  // The share of the call for row panel r, of the next sliver at `next`.
+  L2Prefetch of(const float* next, std::size_t r) const {
+    if (r == 0 || r >= panels_) return {};
+    const std::size_t first = (r - 1) * share_;
+    if (first >= lines_) return {};
+    return {next + first * kLineFloats, std::min(share_, lines_ - first)};
+  }
+
+ private:
+  static constexpr std::size_t kLineFloats = L2Prefetch::kLineBytes / sizeof(float);
+  std::size_t lines_, share_, panels_;
+};
 
 }  // namespace attn::detail
