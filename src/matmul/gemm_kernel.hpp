@@ -219,9 +219,9 @@ void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a
   constexpr std::size_t kTail = 32;
   const std::size_t tail = k < kTail ? k : kTail;
   std::size_t done = tail;  // k steps issued, counting the tail's
-  std::size_t left = PF ? next.lines : 0;
+  const std::size_t groups = (k - tail) / L2Prefetch::kSteps;  // 0 for k < kTail + kSteps
+  std::size_t left = PF && groups != 0 ? next.lines : 0;
   if (left != 0) {  // the hint: `burst` lines per group of kSteps steps, spread over the loop
-    const std::size_t groups = (k - tail) / L2Prefetch::kSteps;
     // One line per group where the share allows (no division: 59 lines in 60 groups at 2048^3).
     const std::size_t burst = left <= groups ? 1 : (left + groups - 1) / groups;
     const char* line = reinterpret_cast<const char*>(next.p);
