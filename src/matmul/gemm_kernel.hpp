@@ -11,6 +11,11 @@
 #include "matmul/l2_prefetch.hpp"
 #include "simd/simd.hpp"
 
+#if defined(__AVX512F__) && defined(__x86_64__)
+#include "matmul/gemm_loop_6x64_avx512.hpp"
+#define ATTN_GEMM_LOOP_6X64 1
+#endif
+
 namespace attn::detail {
 namespace ATTN_ISA_NS {
 
@@ -202,7 +207,6 @@ void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a
   constexpr std::size_t NR = NV * L;
   if constexpr (PF) prefetch_tile<A, MR, NV>(c, ldc, m);
   V acc[MR][NV];
-  zero_tile<A, MR, NV>(acc);
   const auto step = [&]() {
     V bv[NV];
 #pragma GCC unroll 4
@@ -221,6 +225,28 @@ void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a
   std::size_t done = tail;  // k steps issued, counting the tail's
   const std::size_t groups = (k - tail) / L2Prefetch::kSteps;  // 0 for k < kTail + kSteps
   std::size_t left = PF && groups != 0 ? next.lines : 0;
+#if defined(ATTN_GEMM_LOOP_6X64)
+  if constexpr (MR == 6 && NV == 4 && AS == 6 && C == 1 && PF) {
+    // The same steps in assembly (gemm_loop_6x64_avx512.hpp): lines beyond one per group first,
+    // then one per group; with no hint, each group repeats the first line of this sliver.
+    const char* line = reinterpret_cast<const char*>(left != 0 ? next.p : b);
+    for (; left > groups; --left, line += L2Prefetch::kLineBytes)
+      __builtin_prefetch(line, 0, 2);
+    const char* last = left != 0 ? line + (left - 1) * L2Prefetch::kLineBytes : line;
+    alignas(64) float sums[MR * NV * L];
+    gemm_loop_6x64(a, b, groups, (k - tail) % L2Prefetch::kSteps, tail, line, last, c,
+                   ldc * sizeof(float), k > kTail ? m : 0, sums);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        acc[i][j] = V::load_aligned(sums + (i * NV + j) * L);
+    }
+    store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n, bias);
+    return;
+  }
+#endif
+  zero_tile<A, MR, NV>(acc);
   if (left != 0) {  // the hint: `burst` lines per group of kSteps steps, spread over the loop
     // One line per group where the share allows (no division: 59 lines in 60 groups at 2048^3).
     const std::size_t burst = left <= groups ? 1 : (left + groups - 1) / groups;

@@ -2,8 +2,9 @@
 // 4 B vectors and 1 broadcast of 32 ZMM registers), with 2- and 4-row tiles for edge tiles, and
 // its packing routines. Per k step it loads 4 vectors and broadcasts 6 values for 24 FMAs, where
 // the 14 x 32 tile needs 2 + 14 loads for 28: measured on Zen 5 (interleaved A/B runs, medians of
-// 6), 2048^3 0.93-0.95x and 1024^3 0.98x the 14 x 32 tile's time. The same tile without packing
-// (gemm_direct_wide, 4-row tile for the last rows) serves use_direct_wide in matmul/gemm.cpp.
+// 6), 2048^3 0.93-0.95x and 1024^3 0.98x the 14 x 32 tile's time. Its k loop is inline
+// assembly (matmul/gemm_loop_6x64_avx512.hpp). The same tile without packing (gemm_direct_wide,
+// 4-row tile for the last rows) serves use_direct_wide in matmul/gemm.cpp.
 #define ATTN_GEMM_MR 6
 #define ATTN_GEMM_NV 4
 #define ATTN_GEMM_MR_SMALL 2
