@@ -113,8 +113,9 @@ TEST_CASE("matmul alpha, beta, strides, deep k and tile multiples", "[matmul]") 
       // Row-major A and B too large for the no-packing path (B over half of L2), and one that
       // takes it with a transposed B.
       {70, 1100, 130, Transpose::no, Transpose::no, -0.5f, 1.0f, 2},
-      // Row-major A with k > 1024 (packed): KC blocks of 512, 512 and 7 columns, a last A panel
-      // of 1 row (AVX-512 packs 6-row panels 16 columns at a time).
+      // Row-major A with k > 1024 (packed): KC blocks of 512, 512 and 7 columns (AVX-512 with 2
+      // MiB of L2: 1024 and 7, GemmBlocking::kc_large_l2), a last A panel of 1 row (AVX-512
+      // packs 6-row panels 16 columns at a time).
       {13, 37, 1031, Transpose::no, Transpose::no, 1.0f, 0.0f, 1},
       // The same with a last A panel of 3 rows (the 3-row tiles of AVX2, AVX-512 and SSE2).
       {15, 40, 1100, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},

@@ -16,6 +16,10 @@ struct GemmBlocking {
   std::size_t mc = 0;
   std::size_t kc = 0;
   std::size_t nc = 0;
+  // KC on a CPU with at least kLargeL2Bytes of L2 per core, for a table whose KC is bounded by
+  // L2 (0: kc everywhere). NC then shrinks so that the KC x NC panel of B keeps the table's size.
+  std::size_t kc_large_l2 = 0;
+  static constexpr std::size_t kLargeL2Bytes = 2 * 1024 * 1024;
 };
 
 // Micro-kernel contract (BLIS's): for the MR x NR tile of C at c (row stride ldc, column stride

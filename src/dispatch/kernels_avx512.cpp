@@ -9,6 +9,12 @@
 // of 6, time relative to the former 14 x 32 tile at MC 224, KC 512): 6 x 64 at 216/512 0.93-0.95
 // (2048^3) and 0.98 (1024^3); at MC 120 0.94/0.98, MC 288 0.97/0.98, KC 384 0.97/0.99; 8 x 48
 // 0.95/1.00-1.01; 12 x 32 0.99/0.99; 14 x 32 at KC 256 1.07/1.04.
+// With 2 MiB of L2 per core (Intel Xeon since Sapphire Rapids), KC 1024: the 216 x 1024 block of
+// A (864 KiB) and two 256 KiB slivers (the current one and the next, L2Prefetch) fill 67% of L2,
+// as 216 x 512 and two 128 KiB slivers fill 1 MiB; C is read and written half as often. Intel
+// Xeon of the README (in-process alternation with KC 512, medians of 15-21 pairs): 2048^3
+// 0.975-0.984x the time (1 thread), 0.982x (2); 1024^3 0.982x (1 and 2 threads); MC 108 with
+// KC 1024 1.01-1.03x. NC halves to 2048, so the packed panel of B stays 8 MiB.
 #define ATTN_KERNELS_NAME kAvx512Kernels
 #define ATTN_KERNELS_ISA Isa::avx512
 #define ATTN_GEMM_KERNEL gemm_kernel_6x64
@@ -21,7 +27,7 @@
 #define ATTN_GEMM_NR 64
 #define ATTN_GEMM_BLOCKING \
   GemmBlocking {           \
-    216, 512, 4096         \
+    216, 512, 4096, 1024   \
   }
 // The no-packing kernels are 8 x 32 (16 accumulators; B at most half of L2, read in place).
 #define ATTN_GEMM_DIRECT_MR 8

@@ -30,14 +30,19 @@ Plan make_plan(const Kernels& kern, const GemmShape& s, int threads) {
   Plan p;
   p.mr = kern.gemm_mr;
   p.nr = kern.gemm_nr;
-  p.kc = std::min(kern.gemm_blocking.kc, std::max<std::size_t>(s.k, 1));
+  const GemmBlocking& blk = kern.gemm_blocking;
+  const std::size_t kc = blk.kc_large_l2 != 0 && cpu_info().l2_bytes >= GemmBlocking::kLargeL2Bytes
+                             ? blk.kc_large_l2
+                             : blk.kc;
+  p.kc = std::min(kc, std::max<std::size_t>(s.k, 1));
   // MC: at most the table's, and such that the row blocks split evenly among the threads (the
   // blocking never changes a result: each element of C is reduced over k in the same order).
   const std::size_t m = std::max<std::size_t>(s.m, 1);
   const std::size_t t = static_cast<std::size_t>(threads);
-  const std::size_t blocks = round_up((m + kern.gemm_blocking.mc - 1) / kern.gemm_blocking.mc, t);
-  p.mc = std::min(kern.gemm_blocking.mc, round_up((m + blocks - 1) / blocks, p.mr));
-  p.nc = std::min(kern.gemm_blocking.nc, round_up(std::max<std::size_t>(s.n, 1), p.nr));
+  const std::size_t blocks = round_up((m + blk.mc - 1) / blk.mc, t);
+  p.mc = std::min(blk.mc, round_up((m + blocks - 1) / blocks, p.mr));
+  const std::size_t nc = blk.nc * blk.kc / kc / p.nr * p.nr;  // the table's B panel size
+  p.nc = std::min(nc, round_up(std::max<std::size_t>(s.n, 1), p.nr));
   p.copies = kern.gemm_a_copies;
   p.a_floats = round_up(p.mc * p.kc * p.copies, 16);
   p.b_floats = round_up(p.nc * p.kc, 16);
