@@ -3,7 +3,9 @@
 // first m <= MR rows and n <= NR columns, nothing else written, beta == 0 never reads C, for every
 // way the k loop can split (AVX-512's assembly loop, gemm_loop_6x64_avx512.hpp: groups of 8
 // steps, 0-7 single steps, the 32-step tail after the C prefetch) and every kind of L2Prefetch
-// hint (none, fewer lines than groups, as many, more: the excess first). The FMA ISAs (AVX2,
+// hint (none, fewer lines than groups, as many, more: the excess first), and the ways a tile
+// reaches C (AVX-512 writes a whole tile with alpha 1 and no bias from the registers, C = AB with
+// beta 0 and C + AB with beta 1; any other through store_tile). The FMA ISAs (AVX2,
 // AVX-512, NEON) run the same fused multiply-adds in the same order per element, so their tiles
 // agree bit for bit on the columns they share.
 //
@@ -101,8 +103,8 @@ TEST_CASE("the GEMM micro-kernel meets its contract on every k split and hint", 
   };
   for (const std::size_t k : ks) {
     const std::size_t groups = k > 32 ? (k - 32) / L2Prefetch::kSteps : 0;
-    const std::size_t lines[] = {0, 1, groups, groups + 7, 3 * groups + 2};
-    for (int variant = 0; variant < 5; ++variant) {
+    const std::size_t lines[] = {0, 1, groups, groups + 7, 3 * groups + 2, groups};
+    for (int variant = 0; variant < 6; ++variant) {
       attn_test::Rng rng(static_cast<std::uint32_t>(k * 10 + variant));
       // Values for the largest tile of any ISA (14 x 64), the same for every ISA.
       const auto a_vals = rng.uniform_vec(14 * k + 1), b_vals = rng.uniform_vec(64 * k + 1),
@@ -123,18 +125,18 @@ TEST_CASE("the GEMM micro-kernel meets its contract on every k split and hint", 
           for (std::size_t j = 0; j < nr; ++j)
             bv[p * nr + j] = b_vals[p * 64 + j];
         }
-        // Variant: the tile's rows and columns, alpha, beta, bias; one hint size each.
-        const std::size_t ms[] = {mr, mr, 1, mr - 1 > 0 ? mr - 1 : 1, mr};
-        const std::size_t ns[] = {nr, nr, nr - 1, 1, nr / 2 + 1};
-        const float alphas[] = {1.0f, -0.5f, 1.0f, 2.0f, 0.0f};
-        const float betas[] = {0.0f, 1.0f, -0.5f, 0.0f, 1.0f};
-        const Tile t{k,
-                     ms[variant],
-                     ns[variant],
-                     alphas[variant],
-                     betas[variant],
-                     variant % 2 == 1,
-                     lines[variant]};
+        // Variant: the tile's rows and columns, alpha, beta, bias, hint. 0: a whole tile set
+        // (AVX-512: kLoopSetC); 5: a whole tile added to C (kLoopAddC); the others through
+        // store_tile (alpha != 1, a bias, or part of a tile).
+        const Tile variants[] = {
+            {k, mr, nr, 1.0f, 0.0f, false, lines[0]},
+            {k, mr, nr, -0.5f, 1.0f, true, lines[1]},
+            {k, 1, nr - 1, 1.0f, -0.5f, false, lines[2]},
+            {k, mr - 1, 1, 2.0f, 0.0f, true, lines[3]},
+            {k, mr, nr / 2 + 1, 0.0f, 1.0f, false, lines[4]},
+            {k, mr, nr, 1.0f, 1.0f, false, lines[5]},
+        };
+        const Tile& t = variants[variant];
         INFO("isa " << attn::isa_name(isa) << " k " << k << " m " << t.m << " n " << t.n
                     << " alpha " << t.alpha << " beta " << t.beta << " bias " << t.bias
                     << " hint lines " << t.hint_lines << " (groups " << groups << ")");

@@ -233,9 +233,17 @@ void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a
     for (; left > groups; --left, line += L2Prefetch::kLineBytes)
       __builtin_prefetch(line, 0, 2);
     const char* last = left != 0 ? line + (left - 1) * L2Prefetch::kLineBytes : line;
+    // A whole tile with alpha 1 and no bias goes to C from the registers (beta 0 or 1, the KC
+    // passes of a large GEMM); any other through sums and store_tile.
+    const bool whole = alpha == 1.0f && bias == nullptr && m == MR && n == NR;
+    const std::size_t mode = !whole         ? kLoopSums
+                             : beta == 0.0f ? kLoopSetC
+                             : beta == 1.0f ? kLoopAddC
+                                            : kLoopSums;
     alignas(64) float sums[MR * NV * L];
     gemm_loop_6x64(a, b, groups, (k - tail) % L2Prefetch::kSteps, tail, line, last, c,
-                   ldc * sizeof(float), k > kTail ? m : 0, sums);
+                   ldc * sizeof(float), k > kTail ? m : 0, mode == kLoopSums ? sums : c, mode);
+    if (mode != kLoopSums) return;
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 4

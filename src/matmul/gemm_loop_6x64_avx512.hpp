@@ -11,6 +11,9 @@
 // probe (no hint) to 81% (the nested loop: 79%). Whole GEMM against the intrinsics loop (one
 // binary alternating, medians of 11-21 pairs): 2048^3 0.940x the time (1 thread), 0.948x (2);
 // 1024^3 0.946x, 0.956x; 512^3 0.962x; A B^T 512 x 512 x 64, 128, 256: 0.971x, 0.987x, 0.974x.
+// A whole tile with alpha 1 and no bias is then written to C here (kLoopSetC, kLoopAddC), not
+// through a buffer for store_tile: A B^T 512 x 512 x 64 0.963-0.973x the time (31 pairs, twice),
+// 256^3 to 1024^3 1.00x.
 #pragma once
 
 #include <cstddef>
@@ -36,23 +39,42 @@ namespace ATTN_ISA_NS {
   ATTN_L6_ROW(u, 0, 30, 0, 1, 2, 3) ATTN_L6_ROW(u, 1, 31, 4, 5, 6, 7)         \
   ATTN_L6_ROW(u, 2, 30, 8, 9, 10, 11) ATTN_L6_ROW(u, 3, 31, 12, 13, 14, 15)   \
   ATTN_L6_ROW(u, 4, 30, 16, 17, 18, 19) ATTN_L6_ROW(u, 5, 31, 20, 21, 22, 23)
-#define ATTN_L6_STORE(r) "vmovups %%zmm" #r ", 64*" #r "(%[out])\n\t"
+// Accumulator r to dst[16 r ..] (the sums); row i's 4 accumulators to the C row at dst, as they
+// are or added to it, then dst to the next row.
+#define ATTN_L6_STORE(r) "vmovups %%zmm" #r ", 64*" #r "(%[dst])\n\t"
+#define ATTN_L6_C_SET(x0, x1, x2, x3)          \
+  "vmovups %%zmm" #x0 ", (%[dst])\n\t"         \
+  "vmovups %%zmm" #x1 ", 64(%[dst])\n\t"       \
+  "vmovups %%zmm" #x2 ", 128(%[dst])\n\t"      \
+  "vmovups %%zmm" #x3 ", 192(%[dst])\n\t"      \
+  "add %[ldc_bytes], %[dst]\n\t"
+#define ATTN_L6_C_ADD(x0, x1, x2, x3)                            \
+  "vaddps (%[dst]), %%zmm" #x0 ", %%zmm" #x0 "\n\t"              \
+  "vaddps 64(%[dst]), %%zmm" #x1 ", %%zmm" #x1 "\n\t"            \
+  "vaddps 128(%[dst]), %%zmm" #x2 ", %%zmm" #x2 "\n\t"           \
+  "vaddps 192(%[dst]), %%zmm" #x3 ", %%zmm" #x3 "\n\t"           \
+  ATTN_L6_C_SET(x0, x1, x2, x3)
 // clang-format on
 
-// sums[(4 i + j) * 16 + l] = the sum over p < 8 groups + rest + tail of a[6p + i] * b[64p + 16j
-// + l], in p order, one FMA per term, from -0 (the same bits as rank1_update_packed's loop).
-// In order: `groups` groups of 8 steps, group g first fetching line pf + 64 g into L2 (pf_last
-// once past it: the hint is lines pf .. pf_last, and pf == pf_last repeats one line); `rest`
-// single steps; prefetcht0 of the first c_rows rows of the C tile (4 lines from c,
-// row stride ldc_bytes); `tail` single steps. a: 6 floats per step, b: 64 per step (the packed
-// panels of GemmUkernel); sums: 64-byte aligned.
+// The whole k loop of a 6 x 64 tile: acc(i, 16 j + l) = the sum over the k = 8 groups + rest +
+// tail steps p of a[6p + i] * b[64p + 16j + l], in p order, one FMA per term, from -0 (the same
+// bits as rank1_update_packed's loop). In order: `groups` groups of 8 steps, group g first
+// fetching line pf + 64 g into L2 (pf_last once past it: the hint is lines pf .. pf_last, and
+// pf == pf_last repeats one line); `rest` single steps; prefetcht0 of the first c_rows rows of
+// the C tile (4 lines from c, row stride ldc_bytes); `tail` single steps. a: 6 floats per step,
+// b: 64 per step (the packed panels of GemmUkernel). Then, by mode: kLoopSums, acc(i, 16 j + l)
+// to dst[(4 i + j) * 16 + l] (dst 64-byte aligned); kLoopSetC, to the C tile at dst (rows
+// ldc_bytes apart, all 6 x 64); kLoopAddC, added to it (C + acc, one rounding: the bits of
+// store_tile's 1 * C + acc).
+enum : std::size_t { kLoopSums = 0, kLoopSetC = 1, kLoopAddC = 2 };
 inline void gemm_loop_6x64(const float* a, const float* b, std::size_t groups, std::size_t rest,
                            std::size_t tail, const char* pf, const char* pf_last, const float* c,
-                           std::size_t ldc_bytes, std::size_t c_rows, float* sums) {
+                           std::size_t ldc_bytes, std::size_t c_rows, float* dst,
+                           std::size_t mode) {
+  static const float kNegZero = -0.0f;
   // clang-format off
   asm volatile(
-      "mov $0x80000000, %%eax\n\t"
-      "vpbroadcastd %%eax, %%zmm0\n\t"
+      "vbroadcastss %[negz], %%zmm0\n\t"
       "vmovaps %%zmm0, %%zmm1\n\t" "vmovaps %%zmm0, %%zmm2\n\t" "vmovaps %%zmm0, %%zmm3\n\t"
       "vmovaps %%zmm0, %%zmm4\n\t" "vmovaps %%zmm0, %%zmm5\n\t" "vmovaps %%zmm0, %%zmm6\n\t"
       "vmovaps %%zmm0, %%zmm7\n\t" "vmovaps %%zmm0, %%zmm8\n\t" "vmovaps %%zmm0, %%zmm9\n\t"
@@ -105,21 +127,35 @@ inline void gemm_loop_6x64(const float* a, const float* b, std::size_t groups, s
       "dec %[tail]\n\t"
       "jnz 7b\n\t"
       "8:\n\t"
+      "cmp $1, %[mode]\n\t"
+      "jb 9f\n\t"
+      "ja 10f\n\t"
+      ATTN_L6_C_SET(0, 1, 2, 3) ATTN_L6_C_SET(4, 5, 6, 7) ATTN_L6_C_SET(8, 9, 10, 11)
+      ATTN_L6_C_SET(12, 13, 14, 15) ATTN_L6_C_SET(16, 17, 18, 19) ATTN_L6_C_SET(20, 21, 22, 23)
+      "jmp 11f\n\t"
+      "10:\n\t"
+      ATTN_L6_C_ADD(0, 1, 2, 3) ATTN_L6_C_ADD(4, 5, 6, 7) ATTN_L6_C_ADD(8, 9, 10, 11)
+      ATTN_L6_C_ADD(12, 13, 14, 15) ATTN_L6_C_ADD(16, 17, 18, 19) ATTN_L6_C_ADD(20, 21, 22, 23)
+      "jmp 11f\n\t"
+      "9:\n\t"
       ATTN_L6_STORE(0) ATTN_L6_STORE(1) ATTN_L6_STORE(2) ATTN_L6_STORE(3) ATTN_L6_STORE(4)
       ATTN_L6_STORE(5) ATTN_L6_STORE(6) ATTN_L6_STORE(7) ATTN_L6_STORE(8) ATTN_L6_STORE(9)
       ATTN_L6_STORE(10) ATTN_L6_STORE(11) ATTN_L6_STORE(12) ATTN_L6_STORE(13) ATTN_L6_STORE(14)
       ATTN_L6_STORE(15) ATTN_L6_STORE(16) ATTN_L6_STORE(17) ATTN_L6_STORE(18) ATTN_L6_STORE(19)
       ATTN_L6_STORE(20) ATTN_L6_STORE(21) ATTN_L6_STORE(22) ATTN_L6_STORE(23)
+      "11:\n\t"
       : [a] "+r"(a), [b] "+r"(b), [groups] "+r"(groups), [rest] "+r"(rest), [tail] "+r"(tail),
-        [pf] "+r"(pf), [c] "+r"(c), [c_rows] "+r"(c_rows)
-      : [pf_last] "r"(pf_last), [ldc_bytes] "r"(ldc_bytes), [out] "r"(sums)
-      : "cc", "memory", "rax", "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7",
+        [pf] "+r"(pf), [c] "+r"(c), [c_rows] "+r"(c_rows), [dst] "+r"(dst)
+      : [pf_last] "r"(pf_last), [ldc_bytes] "r"(ldc_bytes), [mode] "r"(mode), [negz] "m"(kNegZero)
+      : "cc", "memory", "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7",
         "zmm8", "zmm9", "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17",
         "zmm18", "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm26", "zmm27", "zmm28", "zmm29",
         "zmm30", "zmm31");
   // clang-format on
 }
 
+#undef ATTN_L6_C_ADD
+#undef ATTN_L6_C_SET
 #undef ATTN_L6_STORE
 #undef ATTN_L6_STEP
 #undef ATTN_L6_ROW
