@@ -192,7 +192,7 @@ struct gemm_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
                   float alpha, float beta, std::size_t m, std::size_t n, const float* bias,
-                  L2Prefetch next) const;
+                  const L2Prefetch& next) const;
 };
 
 template <int MR, int NV, int AS, int C, bool PF>
@@ -200,7 +200,7 @@ template <class A>
 void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a, const float* b,
                                                 float* c, std::size_t ldc, float alpha, float beta,
                                                 std::size_t m, std::size_t n, const float* bias,
-                                                L2Prefetch next) const {
+                                                const L2Prefetch& next) const {
   static_assert(MR <= AS, "a tile cannot have more rows than its packed panel");
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
@@ -286,7 +286,7 @@ struct gemm_kernel_by_rows {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
                   float alpha, float beta, std::size_t m, std::size_t n, const float* bias,
-                  L2Prefetch next) const {
+                  const L2Prefetch& next) const {
     static_assert(SMALL <= MID && MID <= MR, "row tiles must grow");
     if constexpr (SMALL < MR) {
       if (m <= SMALL) {

@@ -29,7 +29,7 @@ constexpr int kCopies = static_cast<int>(lanes<Arch>);
 
 void gemm_kernel_4x8_copies(std::size_t k, const float* a, const float* b, float* c,
                             std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
-                            const float* bias, L2Prefetch next) {
+                            const float* bias, const L2Prefetch& next) {
   gemm_kernel_by_rows<ATTN_GEMM_MR, ATTN_GEMM_NV, ATTN_GEMM_MR_SMALL, ATTN_GEMM_MR_MID, kCopies>{}(
       Arch{}, k, a, b, c, ldc, alpha, beta, m, n, bias, next);
 }

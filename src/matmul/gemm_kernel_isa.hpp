@@ -12,7 +12,7 @@ namespace attn::detail {
 #define ATTN_DECLARE_GEMM_TILE(isa, name, pack_a, pack_a_cols, pack_b_rows, pack_b_cols)           \
   namespace isa {                                                                                  \
   void name(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc, float alpha, \
-            float beta, std::size_t m, std::size_t n, const float* bias, L2Prefetch next);         \
+            float beta, std::size_t m, std::size_t n, const float* bias, const L2Prefetch& next);  \
   void pack_a(const float* a, std::size_t lda, std::size_t rows, std::size_t k, float* dst);       \
   void pack_a_cols(const float* a, std::size_t lda, std::size_t width, std::size_t k, float* dst); \
   void pack_b_rows(const float* b, std::size_t ldb, std::size_t width, std::size_t k, float* dst); \
@@ -36,7 +36,7 @@ ATTN_DECLARE_GEMM_DIRECT(sse2)
 namespace sse2 {  // the packed GEMM's tile, on A panels of 4 copies of each value
 void gemm_kernel_4x8_copies(std::size_t k, const float* a, const float* b, float* c,
                             std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
-                            const float* bias, L2Prefetch next);
+                            const float* bias, const L2Prefetch& next);
 void gemm_pack_a_4_copies(const float* a, std::size_t lda, std::size_t rows, std::size_t k,
                           float* dst);
 void gemm_pack_a_cols_4_copies(const float* a, std::size_t lda, std::size_t width, std::size_t k,

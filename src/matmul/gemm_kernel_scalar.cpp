@@ -16,7 +16,7 @@ void zero_tile(float (&acc)[4][4]) {
 
 void gemm_kernel_4x4(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
                      float alpha, float beta, std::size_t m, std::size_t n, const float* bias,
-                     L2Prefetch /* the scalar fallback does not prefetch */) {
+                     const L2Prefetch& /* the scalar fallback does not prefetch */) {
   float acc[4][4];
   zero_tile(acc);
   for (std::size_t p = 0; p < k; ++p) {

@@ -9,7 +9,7 @@ namespace attn::detail::scalar {
 // MR = 4, NR = 4; contract in dispatch/kernels.hpp.
 void gemm_kernel_4x4(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
                      float alpha, float beta, std::size_t m, std::size_t n, const float* bias,
-                     L2Prefetch next);
+                     const L2Prefetch& next);
 // Rows of a row-major A into a 4-wide panel: dst[p * 4 + i] = a[i * lda + p].
 // The no-packing kernel: C[m x n] (m, n <= 4) = alpha * A B + beta * C, A and B row-major.
 void gemm_direct_4x4(std::size_t k, const float* a, std::size_t lda, const float* b,
