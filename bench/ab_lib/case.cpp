@@ -1,0 +1,86 @@
+// One library build's side of bench/ab-lib: built with that build's libattn.a into a shared
+// object, so that two builds can run in one process. Exposes C symbols only: ab_make sets up a
+// case (inputs, a Context, one warm-up call), ab_time times `reps` calls, ab_out returns the
+// output for the bit comparison. Kinds: 0 matmul A B (M x N x K), 1 matmul A B^T, 2 attention,
+// 3 causal attention (B x H x n x d given as B, H, M = n, K = d).
+#include <attn/attn.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+struct Case {
+  int kind;
+  std::size_t m, n, k, batch, heads;
+  std::vector<float> a, b, c, q, kk, v, o;
+  attn::Context ctx;
+
+  void run() {
+    attn::Status st;
+    if (kind <= 1) {
+      const bool nt = kind == 1;
+      const attn::MatrixView<const float> av{a.data(), m, k, k};
+      const attn::MatrixView<const float> bv{b.data(), nt ? n : k, nt ? k : n, nt ? k : n};
+      st = attn::matmul(ctx, av, attn::Transpose::no, bv,
+                        nt ? attn::Transpose::yes : attn::Transpose::no,
+                        attn::make_matrix(c.data(), m, n));
+    } else {
+      attn::AttentionOptions opt;
+      if (kind == 3) opt.mask = attn::Mask::causal();
+      st = attn::attention(ctx, attn::make_bhsd<const float>(q.data(), batch, heads, m, k),
+                           attn::make_bhsd<const float>(kk.data(), batch, heads, m, k),
+                           attn::make_bhsd<const float>(v.data(), batch, heads, m, k),
+                           attn::make_bhsd(o.data(), batch, heads, m, k), opt);
+    }
+    if (!st.ok()) {
+      std::fprintf(stderr, "bench/ab-lib: %s\n", st.message());
+      std::exit(1);
+    }
+  }
+};
+
+void fill(std::vector<float>& x, std::size_t count) {
+  x.resize(count);
+  for (float& e : x)
+    e = static_cast<float>(std::rand() % 200 - 100) / 100.0f;
+}
+
+}  // namespace
+
+extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long heads, int threads) {
+  Case* c = new Case{kind,           std::size_t(m),     std::size_t(n),
+                     std::size_t(k), std::size_t(batch), std::size_t(heads)};
+  if (!c->ctx.set_num_threads(threads).ok()) std::exit(1);
+  std::srand(1);
+  if (kind <= 1) {
+    fill(c->a, c->m * c->k);
+    fill(c->b, c->k * c->n);
+    c->c.assign(c->m * c->n, 0.0f);
+  } else {
+    const std::size_t count = c->batch * c->heads * c->m * c->k;
+    fill(c->q, count);
+    fill(c->kk, count);
+    fill(c->v, count);
+    c->o.assign(count, 0.0f);
+  }
+  c->run();
+  return c;
+}
+
+extern "C" double ab_time(void* p, int reps) {
+  Case* c = static_cast<Case*>(p);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r)
+    c->run();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+}
+
+extern "C" const float* ab_out(void* p, std::size_t* count) {
+  Case* c = static_cast<Case*>(p);
+  const std::vector<float>& out = c->kind <= 1 ? c->c : c->o;
+  *count = out.size();
+  return out.data();
+}
