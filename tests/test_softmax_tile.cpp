@@ -99,3 +99,47 @@ TEST_CASE("online softmax tile: exponentials, sums and corrections within their 
     }
   }
 }
+
+// Kernels::all_finite, which decides whether a cut key tile's V may meet a zero weight with
+// 0 * inf: false exactly when some element of the rows x cols block is an infinity or a NaN,
+// wherever it sits (whole vectors, the vector loop, the partial tail), never reading past a row.
+TEST_CASE("all_finite: finds every non-finite element, reads nothing past the rows",
+          "[attention][all_finite]") {
+  constexpr std::size_t kLd = 150;
+  const float specials[] = {attn_test::inf_f(), -attn_test::inf_f(), attn_test::nan_f(),
+                            -attn_test::nan_f()};
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    std::mt19937 rng(20261201u);
+    std::uniform_real_distribution<double> value(-3.4e38, 3.4e38);  // float's b - a would be inf
+    // Widths: one element, a partial vector, 1-4 vectors (4 = one step of the unrolled loop),
+    // more than 4 with a tail, a head dimension of 64 and of 80.
+    for (std::size_t cols : {1, 3, 4, 8, 16, 17, 33, 64, 65, 80, 131}) {
+      for (std::size_t rows : {1, 2, 5}) {
+        INFO("rows " << rows << " cols " << cols);
+        std::vector<float> x(rows * kLd);
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          // Past each row: not finite, which must not be read.
+          x[i] = i % kLd < cols ? static_cast<float>(value(rng)) : specials[i % 4];
+        }
+        x[0] = -0.0f;
+        x[rows * kLd - kLd + cols - 1] = 3.4028235e38f;  // the largest finite float
+        CHECK(kern->all_finite(x.data(), kLd, rows, cols));
+        for (std::size_t r = 0; r < rows; ++r) {
+          for (std::size_t c = 0; c < cols; ++c) {
+            const float keep = x[r * kLd + c];
+            x[r * kLd + c] = specials[(r + c) % 4];
+            CHECK_FALSE(kern->all_finite(x.data(), kLd, rows, cols));
+            x[r * kLd + c] = keep;
+          }
+        }
+      }
+    }
+    // An empty block is all finite.
+    const float nan = attn_test::nan_f();
+    CHECK(kern->all_finite(&nan, 1, 0, 1));
+    CHECK(kern->all_finite(&nan, 1, 1, 0));
+  }
+}
