@@ -31,8 +31,8 @@ struct GemmBlocking {
 // by reference: passed by value, it goes on the stack as two 8-byte stores that GCC 12 reloads
 // with one 16-byte load, which cannot be store-forwarded and so waits until every older store,
 // the previous call's tile of C, has reached L1. AVX-512 A B^T 512 x 512 x 64 on the Intel Xeon of
-// the README: 0.957x and 0.961x the time by reference (two runs of 21 alternated batches of the
-// two builds in one process, each faster in 20-21).
+// the README: 0.941-0.964x the time by reference (bench/ab-lib, three runs of 21 pairs, 19-21
+// won).
 using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, float* c,
                              std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
                              const float* bias, const L2Prefetch& next);
