@@ -2,7 +2,7 @@
 // object, so that two builds can run in one process. Exposes C symbols only: ab_make sets up a
 // case (inputs, a Context, one warm-up call), ab_time times `reps` calls, ab_out returns the
 // output for the bit comparison. Kinds: 0 matmul A B (M x N x K), 1 matmul A B^T, 2 attention,
-// 3 causal attention (B x H x n x d given as B, H, M = n, K = d).
+// 3 causal attention (B x H x Lq x Lk x d given as BATCH, HEADS, M = Lq, N = Lk, K = d).
 #include <attn/attn.hpp>
 
 #include <chrono>
@@ -31,8 +31,8 @@ struct Case {
       attn::AttentionOptions opt;
       if (kind == 3) opt.mask = attn::Mask::causal();
       st = attn::attention(ctx, attn::make_bhsd<const float>(q.data(), batch, heads, m, k),
-                           attn::make_bhsd<const float>(kk.data(), batch, heads, m, k),
-                           attn::make_bhsd<const float>(v.data(), batch, heads, m, k),
+                           attn::make_bhsd<const float>(kk.data(), batch, heads, n, k),
+                           attn::make_bhsd<const float>(v.data(), batch, heads, n, k),
                            attn::make_bhsd(o.data(), batch, heads, m, k), opt);
     }
     if (!st.ok()) {
@@ -60,11 +60,11 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
     fill(c->b, c->k * c->n);
     c->c.assign(c->m * c->n, 0.0f);
   } else {
-    const std::size_t count = c->batch * c->heads * c->m * c->k;
-    fill(c->q, count);
-    fill(c->kk, count);
-    fill(c->v, count);
-    c->o.assign(count, 0.0f);
+    const std::size_t rows = c->batch * c->heads * c->k;
+    fill(c->q, rows * c->m);
+    fill(c->kk, rows * c->n);
+    fill(c->v, rows * c->n);
+    c->o.assign(rows * c->m, 0.0f);
   }
   c->run();
   return c;

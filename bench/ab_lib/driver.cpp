@@ -4,6 +4,7 @@
 // build's median GFLOP/s, the median and quartiles of new/old time over the pairs, how many
 // pairs the new build won, and whether the two outputs differ in any bit.
 //   ab-lib-driver OLD.so NEW.so KIND M N K BATCH HEADS THREADS PAIRS
+// (KIND and the shape as ab_lib/case.cpp takes them: attention has M = Lq, N = Lk, K = d).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
   const float* o0 = b[0].out(b[0].c, &n0);
   const float* o1 = b[1].out(b[1].c, &n1);
   const bool same = n0 == n1 && std::memcmp(o0, o1, n0 * sizeof(float)) == 0;
-  const double flop = kind <= 1 ? 2.0 * m * n * k : 4.0 * batch * heads * m * m * k;
+  const double flop = kind <= 1 ? 2.0 * m * n * k : 4.0 * batch * heads * m * n * k;
   const int reps = std::max(1, static_cast<int>(0.05 / b[0].time(b[0].c, 1)));
   std::vector<double> ratio, t0, t1;
   for (int p = 0; p < pairs; ++p) {

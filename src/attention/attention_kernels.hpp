@@ -218,7 +218,7 @@ struct scores_direct_kernel {
   template <class A>
   void operator()(A, const float* q, std::size_t ldq, std::size_t rows, const float* k,
                   std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
-                  std::size_t lds, DirectPrefetch pf) const {
+                  std::size_t lds, const DirectPrefetch& pf) const {
     if (dk == 0) {  // q and k may be null
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t j = 0; j < keys; ++j)
@@ -226,25 +226,26 @@ struct scores_direct_kernel {
       }
       return;
     }
+    const DirectPrefetch none;
     for (std::size_t r0 = 0; r0 < rows; r0 += 4) {  // one group when rows <= kDirectRows
       const std::size_t n = rows - r0 < 4 ? rows - r0 : 4;
       const float* qr = q + r0 * ldq;
       float* sr = s + r0 * lds;
+      const DirectPrefetch& p = r0 == 0 ? pf : none;  // the first group of rows prefetches
       if (n == 1) {
-        tile<A, 1>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds, pf);
+        tile<A, 1>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds, p);
       } else if (n == 2) {
-        tile<A, 2>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds, pf);
+        tile<A, 2>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds, p);
       } else {
-        tile<A, 4>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds, pf);
+        tile<A, 4>(qr, ldq, n, k, ldk, keys, dk, scale, sr, lds, p);
       }
-      pf = DirectPrefetch{};  // the first group of rows prefetched them
     }
   }
 
   template <class A, int R>
   static void tile(const float* q, std::size_t ldq, std::size_t rows, const float* k,
                    std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
-                   std::size_t lds, DirectPrefetch pf) {
+                   std::size_t lds, const DirectPrefetch& pf) {
     using V = vfloat<A>;
     constexpr std::size_t L = lanes<A>;
     constexpr int T = L >= 8 ? static_cast<int>(L) : 8;

@@ -12,7 +12,7 @@ void pv_kernel_4x4_bk64(std::size_t k, const float* p, const float* b, std::size
                         std::size_t ldc, const float* row_scale, std::size_t m);
 void scores_direct(const float* q, std::size_t ldq, std::size_t rows, const float* k,
                    std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
-                   std::size_t lds, DirectPrefetch pf);
+                   std::size_t lds, const DirectPrefetch& pf);
 bool all_finite(const float* x, std::size_t ld, std::size_t rows, std::size_t cols);
 void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols, float* m,
                     float* l, float* alpha);
