@@ -57,7 +57,8 @@ void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols
 
 void scores_direct(const float* q, std::size_t ldq, std::size_t rows, const float* k,
                    std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
-                   std::size_t lds, const DirectPrefetch& /*pf: hints the scalar path does without*/) {
+                   std::size_t lds,
+                   const DirectPrefetch& /*pf: hints the scalar path does without*/) {
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t j = 0; j < keys; ++j) {
       float dot = 0.0f;
