@@ -101,9 +101,9 @@ struct DirectPrefetch {
   std::size_t v_bytes = 0;
   std::size_t k_rows = 0;
 };
-// The hint goes by reference for GemmUkernel's reason (its 32 bytes passed by value were reloaded
-// with one 32-byte load that no store can forward); on the decoding shapes no change measured
-// (bench/ab-lib, 1x32x1x4096x128 1.009x, 1x12x1x1024x64 0.996x, 31 pairs each).
+// The hint goes by reference for GemmUkernel's reason: by value, scores_direct reloaded its 32
+// bytes from the caller's stack with one 32-byte vector load. On the decoding shapes no change
+// measured (bench/ab-lib, 1x32x1x4096x128 1.009x, 1x12x1x1024x64 0.996x, 31 pairs each).
 using ScoresDirectKernel = void (*)(const float* q, std::size_t ldq, std::size_t rows,
                                     const float* k, std::size_t ldk, std::size_t keys,
                                     std::size_t dk, float scale, float* s, std::size_t lds,
