@@ -6,9 +6,12 @@
 // (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1), u = 2^-24. We allow
 // (k + 2) * FLT_EPSILON = 2 (k + 2) u, i.e. gamma = 2: blocking and FMA only shorten the
 // summation chains. The reference itself is exact to within u |c|, which the bound covers.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "support/test_support.hpp"
 
@@ -24,24 +27,13 @@ struct Case {
   std::size_t pad;  // extra elements per row (stride > row)
 };
 
-void run_case(attn::Context& ctx, const Case& cs, attn_test::Rng& rng,
-              std::vector<float>* result = nullptr) {
-  const std::size_t ar = cs.ta == Transpose::no ? cs.m : cs.k;
-  const std::size_t ac = cs.ta == Transpose::no ? cs.k : cs.m;
-  const std::size_t br = cs.tb == Transpose::no ? cs.k : cs.n;
-  const std::size_t bc = cs.tb == Transpose::no ? cs.n : cs.k;
-  const std::size_t lda = ac + cs.pad, ldb = bc + cs.pad, ldc = cs.n + cs.pad;
-  const auto a = rng.uniform_vec(ar * lda + 1);
-  const auto b = rng.uniform_vec(br * ldb + 1);
-  auto c0 = rng.uniform_vec(cs.m * ldc + 1);
-  if (cs.beta == 0.0f) {
-    for (float& x : c0)
-      x = attn_test::nan_f();  // never read when beta == 0
-  }
-  auto c = c0, want = c0;
-  const MatrixView<const float> av{a.data(), ar, ac, lda}, bv{b.data(), br, bc, ldb};
-  REQUIRE(
-      attn::matmul(ctx, av, cs.ta, bv, cs.tb, {c.data(), cs.m, cs.n, ldc}, cs.alpha, cs.beta).ok());
+// Checks c (matmul's result from c0, row stride n + pad) against reference::matmul within the
+// tolerance above, and that the padding between rows was not written.
+void check_result(const Case& cs, const MatrixView<const float>& av,
+                  const MatrixView<const float>& bv, const std::vector<float>& c0,
+                  const std::vector<float>& c) {
+  const std::size_t ldc = cs.n + cs.pad;
+  auto want = c0;
   REQUIRE(attn::reference::matmul(av, cs.ta, bv, cs.tb, {want.data(), cs.m, cs.n, ldc}, cs.alpha,
                                   cs.beta)
               .ok());
@@ -73,6 +65,27 @@ void run_case(attn::Context& ctx, const Case& cs, attn_test::Rng& rng,
     }
   }
   CHECK(bad == 0);
+}
+
+void run_case(attn::Context& ctx, const Case& cs, attn_test::Rng& rng,
+              std::vector<float>* result = nullptr) {
+  const std::size_t ar = cs.ta == Transpose::no ? cs.m : cs.k;
+  const std::size_t ac = cs.ta == Transpose::no ? cs.k : cs.m;
+  const std::size_t br = cs.tb == Transpose::no ? cs.k : cs.n;
+  const std::size_t bc = cs.tb == Transpose::no ? cs.n : cs.k;
+  const std::size_t lda = ac + cs.pad, ldb = bc + cs.pad, ldc = cs.n + cs.pad;
+  const auto a = rng.uniform_vec(ar * lda + 1);
+  const auto b = rng.uniform_vec(br * ldb + 1);
+  auto c0 = rng.uniform_vec(cs.m * ldc + 1);
+  if (cs.beta == 0.0f) {
+    for (float& x : c0)
+      x = attn_test::nan_f();  // never read when beta == 0
+  }
+  auto c = c0;
+  const MatrixView<const float> av{a.data(), ar, ac, lda}, bv{b.data(), br, bc, ldb};
+  REQUIRE(
+      attn::matmul(ctx, av, cs.ta, bv, cs.tb, {c.data(), cs.m, cs.n, ldc}, cs.alpha, cs.beta).ok());
+  check_result(cs, av, bv, c0, c);
   if (result) *result = c;
 }
 
@@ -187,6 +200,52 @@ TEST_CASE("matmul: a row-major B one packed tile wide (the no-packing wide tile)
           one = c;
         } else {
           CHECK(std::memcmp(c.data(), one.data(), c.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul: the wide tile's B on and off cache-line boundaries", "[matmul]") {
+  // The wide tile reads B in place where every row starts on a 64-byte line or a thread has
+  // fewer than 128 rows, and otherwise copies each k chunk (wide_b_in_place in matmul/gemm.cpp).
+  // The same product with B at line offsets 0 and 16 bytes, rows 64, 80 (in place), 65 and 68
+  // floats apart: every result within the reference's tolerance and bit-identical to the first.
+  // 259 rows: one thread copies; of two, the first (132 rows) copies and the second (127) does
+  // not. k = 300: chunks of 128, 128 and 44 rows on a 48 KiB L1.
+  const std::size_t m = 259, n = 64, k = 300;
+  const Case cs{m, n, k, Transpose::no, Transpose::no, 1.0f, -0.5f, 0};
+  attn_test::Rng rng(23);
+  const auto a = rng.uniform_vec(m * k);
+  const auto b_rows = rng.uniform_vec(k * n);
+  const auto c0 = rng.uniform_vec(m * n);
+  const MatrixView<const float> av{a.data(), m, k, k};
+  struct Layout {
+    std::size_t offset, ldb;  // floats past a 64-byte line; row stride
+  };
+  const Layout layouts[] = {{0, 64}, {4, 64}, {0, 80}, {0, 65}, {1, 68}};
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (int threads : {1, 2}) {
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      std::vector<float> first;
+      for (const Layout& l : layouts) {
+        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " offset " << l.offset
+                    << " ldb " << l.ldb);
+        std::vector<float> storage(k * l.ldb + 16 + l.offset);
+        const auto line = reinterpret_cast<std::uintptr_t>(storage.data()) % 64;
+        float* b = storage.data() + (line == 0 ? 0 : (64 - line) / sizeof(float)) + l.offset;
+        for (std::size_t p = 0; p < k; ++p)
+          std::copy_n(b_rows.data() + p * n, n, b + p * l.ldb);
+        const MatrixView<const float> bv{b, k, n, l.ldb};
+        auto c = c0;
+        REQUIRE(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, {c.data(), m, n, n},
+                             cs.alpha, cs.beta)
+                    .ok());
+        check_result(cs, av, bv, c0, c);
+        if (first.empty()) {
+          first = c;
+        } else {
+          CHECK(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0);
         }
       }
     }

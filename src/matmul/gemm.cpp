@@ -171,10 +171,35 @@ std::size_t wide_k_chunk(const Kernels& kern, const GemmShape& s) {
   return std::max<std::size_t>(rows, 16);
 }
 
+// Whether the wide tile reads B's rows in place for a thread's `rows` rows of C. Where a row of
+// B does not start on a cache line, each of the tile's 4 vector loads per k step spans two lines:
+// AVX-512 512 x 64 x 512 on the Intel Xeon of the README, the wide loop alone over B 16 bytes
+// past a line (where malloc leaves a mapped buffer) took 1.054x the time of an aligned B (medians
+// of 41 alternated pairs; with A and C misaligned as well 1.068x, C alone 1.009x). A thread with
+// at least kWideCopyMinRows rows then first copies each k chunk into its wide_b_floats of scratch
+// (gemm_pack_b_rows: rows NR floats apart, 64-byte aligned). Whole matmul with B 16 bytes past a
+// line, copy against in place (bench/ab-lib, 21-41 pairs): 512 x 64 x 512 0.946-0.957x the time
+// (2 threads 0.953x), 4096 x 64 x 512 (k in one chunk, B from L2) 0.886x, 256 rows 0.949x, 128
+// rows 0.967-0.976x, 2 threads of 128 rows 1.002x; but 64 x 64 x 256 1.055x and 64 x 64 x 1024
+// 1.025x, where too few tiles share each copy.
+constexpr std::size_t kWideCopyMinRows = 128;
+
+bool wide_b_in_place(const GemmOperand& b, std::size_t rows) {
+  constexpr std::uintptr_t kLine = 64;
+  return rows < kWideCopyMinRows || (reinterpret_cast<std::uintptr_t>(b.data) % kLine == 0 &&
+                                     b.rs * sizeof(float) % kLine == 0);
+}
+
+// Floats of scratch per thread for the wide tile's copy of one k chunk of B.
+std::size_t wide_b_floats(const Kernels& kern, const GemmShape& s) {
+  return std::min(wide_k_chunk(kern, s), s.k) * kern.gemm_nr;
+}
+
 // C by row blocks of MR_direct x column panels of NR, the row blocks split among threads. B is
 // row-major (b.cs == 1), or a B^T (b.rs == 1) that the threads first pack together into
 // NR-wide panels in `panels` (panel j0 / NR at panels + j0 * k, row stride NR). Where
-// use_direct_wide holds, row blocks of the wide tile, each the whole width of C.
+// use_direct_wide holds, row blocks of the wide tile, each the whole width of C, with B in place
+// or (see wide_b_in_place) thread t's copy of each k chunk at panels + t * wide_b_floats.
 void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                  const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
                  const float* bias, float* panels) {
@@ -197,15 +222,25 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
     static_range(blocks, t, nt, &begin, &end);
     if (wide) {  // one column panel: B at b.data, row-major
       const std::size_t chunk = wide_k_chunk(kern, s);
-      for (std::size_t pc = 0; pc < s.k; pc += chunk) {
+      const bool in_place =
+          wide_b_in_place(b, begin < end ? std::min(s.m, end * mr) - begin * mr : 0);
+      float* b_copy = panels + static_cast<std::size_t>(t) * wide_b_floats(kern, s);
+      for (std::size_t pc = 0; pc < s.k && begin < end; pc += chunk) {
         GemmShape sc = s;
         sc.k = std::min(chunk, s.k - pc);
         GemmOperand ac = a;
         ac.data = a.data + pc;  // a.cs == 1 (use_direct)
+        const float* bc = b.data + pc * ldb;
+        std::size_t ldbc = ldb;
+        if (!in_place) {
+          kern.gemm_pack_b_rows(bc, ldb, s.n, sc.k, b_copy);  // s.n == gemm_nr
+          bc = b_copy;
+          ldbc = kern.gemm_nr;
+        }
         for (std::size_t ib = begin; ib < end; ++ib) {
           const std::size_t i0 = ib * mr, rows = std::min(mr, s.m - i0);
-          direct_tile(kern, true, sc, alpha, ac, i0, rows, b.data + pc * ldb, ldb, 0,
-                      pc == 0 ? beta : 1.0f, c, ldc, pc == 0 ? bias : nullptr);
+          direct_tile(kern, true, sc, alpha, ac, i0, rows, bc, ldbc, 0, pc == 0 ? beta : 1.0f, c,
+                      ldc, pc == 0 ? bias : nullptr);
         }
       }
       return;
@@ -224,10 +259,13 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
 
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
                                const GemmOperand& a, const GemmOperand& b) {
+  threads = effective_threads(threads, shape);
   if (use_direct(shape, a)) {
+    if (use_direct_wide(kern, shape, b)) {
+      return static_cast<std::size_t>(threads) * wide_b_floats(kern, shape) * sizeof(float);
+    }
     return direct_packs_b(b) ? shape.k * round_up(shape.n, kern.gemm_direct_nr) * sizeof(float) : 0;
   }
-  threads = effective_threads(threads, shape);
   const Plan p = make_plan(kern, shape, threads);
   const std::size_t per_thread = p.a_floats * sizeof(float);
   return p.b_floats * sizeof(float) + static_cast<std::size_t>(threads) * per_thread;
