@@ -172,15 +172,16 @@ std::size_t wide_k_chunk(const Kernels& kern, const GemmShape& s) {
 }
 
 // Whether the wide tile reads B's rows in place for a thread's `rows` rows of C. Where a row of
-// B does not start on a cache line, each of the tile's 4 vector loads per k step spans two lines:
-// AVX-512 512 x 64 x 512 on the Intel Xeon of the README, the wide loop alone over B 16 bytes
-// past a line (where malloc leaves a mapped buffer) took 1.054x the time of an aligned B (medians
-// of 41 alternated pairs; with A and C misaligned as well 1.068x, C alone 1.009x). A thread with
-// at least kWideCopyMinRows rows then first copies each k chunk into its wide_b_floats of scratch
-// (gemm_pack_b_rows: rows NR floats apart, 64-byte aligned). Whole matmul with B 16 bytes past a
-// line, copy against in place (bench/ab-lib, 21-41 pairs): 512 x 64 x 512 0.946-0.957x the time
-// (2 threads 0.953x), 4096 x 64 x 512 (k in one chunk, B from L2) 0.886x, 256 rows 0.949x, 128
-// rows 0.967-0.976x, 2 threads of 128 rows 1.002x; but 64 x 64 x 256 1.055x and 64 x 64 x 1024
+// B does not start on a cache line, each of the tile's 4 vector loads per k step spans two
+// lines: AVX-512 512 x 64 x 512 on the Intel Xeon of the README, the wide loop alone over B 16
+// bytes past a line (where malloc leaves a mapped buffer) took 1.054x the time of an aligned B
+// (medians of 41 alternated pairs; with A and C misaligned as well 1.068x, C alone 1.009x). A
+// thread with at least kWideCopyMinRows rows then first copies each k chunk into its
+// wide_b_floats of scratch (gemm_pack_b_rows: rows NR floats apart, 64-byte aligned; each thread
+// its own copy, so the chunk loop needs no barrier). Whole matmul with B 16 bytes past a line,
+// copy against in place (bench/ab-lib, 21-41 pairs): 512 x 64 x 512 0.946-0.957x the time (2
+// threads 0.953x), 4096 x 64 x 512 (k in one chunk, B from L2) 0.886x, 256 rows 0.949x, 128 rows
+// 0.967-0.976x, 2 threads of 128 rows 1.002x; but 64 x 64 x 256 1.055x and 64 x 64 x 1024
 // 1.025x, where too few tiles share each copy.
 constexpr std::size_t kWideCopyMinRows = 128;
 
@@ -261,8 +262,10 @@ std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape
                                const GemmOperand& a, const GemmOperand& b) {
   threads = effective_threads(threads, shape);
   if (use_direct(shape, a)) {
-    if (use_direct_wide(kern, shape, b)) {
-      return static_cast<std::size_t>(threads) * wide_b_floats(kern, shape) * sizeof(float);
+    if (use_direct_wide(kern, shape, b)) {  // no thread copies B with fewer rows in all
+      return shape.m < kWideCopyMinRows
+                 ? 0
+                 : static_cast<std::size_t>(threads) * wide_b_floats(kern, shape) * sizeof(float);
     }
     return direct_packs_b(b) ? shape.k * round_up(shape.n, kern.gemm_direct_nr) * sizeof(float) : 0;
   }
