@@ -225,7 +225,8 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
       const std::size_t chunk = wide_k_chunk(kern, s);
       const bool in_place =
           wide_b_in_place(b, begin < end ? std::min(s.m, end * mr) - begin * mr : 0);
-      float* b_copy = panels + static_cast<std::size_t>(t) * wide_b_floats(kern, s);
+      float* b_copy =  // scratch is reserved only where a thread can copy
+          in_place ? nullptr : panels + static_cast<std::size_t>(t) * wide_b_floats(kern, s);
       for (std::size_t pc = 0; pc < s.k && begin < end; pc += chunk) {
         GemmShape sc = s;
         sc.k = std::min(chunk, s.k - pc);
