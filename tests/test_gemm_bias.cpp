@@ -28,8 +28,9 @@ struct BiasCase {
 
 TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
   // 67 x 64 x 300: AVX-512's wide tile in k chunks (193 = 128 + 65 too); 70 x 100 x 300: the
-  // packed or the no-packing path, by CPU; 70 x 130 x 1100: k > 1024 is packed, in KC passes;
-  // 5 x 16 x 64: one no-packing tile (the seed's shape).
+  // no-packing path, or B packed (AVX-512: into the wide tile's panels), by CPU;
+  // 70 x 130 x 1100: k > 1024 is packed, in KC passes; 5 x 16 x 64: one no-packing tile (the
+  // seed's shape).
   const BiasCase cases[] = {
       {67, 64, 300, 1.0f, 0.0f},   {64, 64, 193, -0.5f, 1.0f}, {70, 100, 300, 1.0f, 0.5f},
       {70, 130, 1100, 1.0f, 0.0f}, {5, 16, 64, 2.0f, 0.0f},

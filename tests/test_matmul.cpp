@@ -252,6 +252,45 @@ TEST_CASE("matmul: the wide tile's B on and off cache-line boundaries", "[matmul
   }
 }
 
+TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[matmul]") {
+  // On AVX-512 where L2 does not feed in-place B reads (Intel: CpuInfo::l2_feeds_in_place_b), a
+  // row-major A with m >= 64, n > 64, k <= 1024, B between L1 and half of L2 and A within half
+  // of L2 takes GemmPath::wide_panels (matmul/gemm.cpp): op(B) packed into 64-column panels, the
+  // 6 x 64 tile's assembly loop on A's rows in place. Other CPUs and ISAs run these shapes on
+  // their usual paths. B is at least 52 KiB in each case (over a 48 KiB L1). Last row blocks of
+  // 4, 5, 2, 1, 4, 4 and 5 rows; last panels of 5, 2, 0, 1, 36, 40 and 16 columns; k < 32 (the
+  // loop's tail alone), 33 (one step before the tail), 100, 1024 (groups of 8); alpha 1 with beta
+  // 0 or 1 (C written from the registers), other alpha and beta (through store_tile); strides
+  // past the row; threads 1, 2 and 3 bit-identical.
+  const Case cases[] = {
+      {64, 197, 67, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
+      {131, 130, 100, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
+      {200, 256, 64, Transpose::no, Transpose::yes, 1.0f, 1.0f, 1},
+      {67, 129, 1024, Transpose::no, Transpose::no, 1.0f, 0.5f, 0},
+      {70, 100, 130, Transpose::no, Transpose::yes, 0.0f, 1.0f, 2},
+      {64, 1000, 13, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+      {65, 400, 33, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1},
+  };
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (const Case& cs : cases) {
+      std::vector<float> one;
+      for (int threads : {1, 2, 3}) {
+        attn::Context ctx = attn_test::make_context(isa, threads);
+        attn_test::Rng rng(29);
+        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " m " << cs.m << " n "
+                    << cs.n << " k " << cs.k << " alpha " << cs.alpha << " beta " << cs.beta);
+        std::vector<float> c;
+        run_case(ctx, cs, rng, &c);
+        if (threads == 1) {
+          one = c;
+        } else {
+          CHECK(std::memcmp(c.data(), one.data(), c.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul with k == 0 scales c by beta", "[matmul]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx = attn_test::make_context(isa);

@@ -115,28 +115,37 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
          s.k >= 192 && s.m >= 64;
 }
 
-// Row-major A with a B that fits in half of L2 skips packing: the direct kernel streams B from
-// L2 at a fraction of the FMA rate and reads A rows from L1, so packing (O(mk + kn) copies)
-// would buy nothing. A B^T is first packed once into gemm_direct_nr-wide panels (about 2% of a
-// 512 x 512 x 64 call), each a contiguous k x NR sliver. Where L2 does not feed the in-place
-// reads at that rate (CpuInfo::l2_feeds_in_place_b), a B larger than L1 and wider than
-// kMaxInPlaceCols is packed once A has kMinPackedRows rows to repay it. Measured on the Intel
-// Xeon that CpuInfo names (GFLOP/s packed over no-packing, AVX-512, medians of 15 timings of
-// repeated calls on the same data): 32 x 256 x 256 0.86, 64 x 256 x 256 1.01,
-// 128 x 256 x 256 1.07, 256^3 1.14, 128 x 512 x 512 1.14, A*B^T 64 x 512 x 64 1.03,
-// 512 x 512 x 64 1.08; B within L1 (48 KiB): A*B^T 128 x 128 x 64 0.96, 512 x 128 x 64 0.99,
-// 64^3 0.82; 64 columns: the wide tile's 512 x 64 x 512 0.93, and on AVX2 512 x 64 x 512 took
-// 1.06x the time packed (bench/ab).
+// Which path a product takes. Row-major A with a B that fits in half of L2 skips packing: the
+// direct kernel streams B from L2 at a fraction of the FMA rate and reads A rows from L1, so
+// packing (O(mk + kn) copies) would buy nothing. A B^T is first packed once into
+// gemm_direct_nr-wide panels (about 2% of a 512 x 512 x 64 call), each a contiguous k x NR sliver.
+// Where L2 does not feed the in-place reads at that rate (CpuInfo::l2_feeds_in_place_b), a B larger
+// than L1 and wider than kMaxInPlaceCols is packed once A has kMinPackedRows rows to repay it.
+// Measured on the Intel Xeon that CpuInfo names (GFLOP/s packed over no-packing, AVX-512, medians
+// of 15 timings of repeated calls on the same data): 32 x 256 x 256 0.86, 64 x 256 x 256 1.01, 128
+// x 256 x 256 1.07, 256^3 1.14, 128 x 512 x 512 1.14, A*B^T 64 x 512 x 64 1.03, 512 x 512 x
+// 64 1.08; B within L1 (48 KiB): A*B^T 128 x 128 x 64 0.96, 512 x 128 x 64 0.99, 64^3 0.82; 64
+// columns: the wide tile's 512 x 64 x 512 0.93, and on AVX2 512 x 64 x 512 took 1.06x the time
+// packed (bench/ab). Packed there means GemmPath::wide_panels where the kernel table has the wide
+// tile and A fits in half of L2 beside B (see gemm_wide_panels), else the Goto path
+// (GemmPath::packed), which also takes any other product.
 constexpr std::size_t kMinPackedRows = 64;
 constexpr std::size_t kMaxInPlaceCols = 64;
 
-bool use_direct(const GemmShape& s, const GemmOperand& a) {
-  if (a.cs != 1 || s.k > 1024) return false;
+enum class GemmPath { direct, wide_panels, packed };
+
+GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a) {
+  if (a.cs != 1 || s.k > 1024) return GemmPath::packed;
   const CpuInfo& cpu = cpu_info();
   const std::size_t b_bytes = s.k * s.n * sizeof(float);
-  if (b_bytes > cpu.l2_bytes / 2) return false;
-  return cpu.l2_feeds_in_place_b || s.m < kMinPackedRows || s.n <= kMaxInPlaceCols ||
-         b_bytes <= cpu.l1d_bytes;
+  if (b_bytes > cpu.l2_bytes / 2) return GemmPath::packed;
+  if (cpu.l2_feeds_in_place_b || s.m < kMinPackedRows || s.n <= kMaxInPlaceCols ||
+      b_bytes <= cpu.l1d_bytes) {
+    return GemmPath::direct;
+  }
+  const std::size_t a_bytes = s.m * s.k * sizeof(float);
+  return kern.gemm_direct_wide != nullptr && a_bytes <= cpu.l2_bytes / 2 ? GemmPath::wide_panels
+                                                                         : GemmPath::packed;
 }
 
 // One no-packing tile: C rows [i0, i0 + rows) x columns [j0, j0 + NR) (cut at n), B's column j0
@@ -257,12 +266,55 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
   });
 }
 
+// GemmPath::wide_panels: op(B) packed once into the wide tile's NR-column panels (the threads
+// pack a share each; panel j0 / NR at panels + j0 * k, row stride NR), then each thread takes its
+// row blocks of MR_wide rows against one panel after another, reading A in place. With B and A
+// both in L2, a panel (k x 64 floats, 16 KiB at k = 64) stays in L1 while A's rows stream from
+// L2, and the tile runs the packed tile's assembly loop (gemm_direct_wide with ldb == NR) with no
+// A packing. The Goto path packs A and splits k into KC passes, which these sizes do not need.
+// Intel Xeon of the README, against the Goto path (a harness alternating both, medians of 41
+// pairs): A B^T 512 x 512 x 64 0.96x the time, 256 x 256 x 64 0.93x, 512 x 512 x 128 0.97x,
+// 1000 x 1000 x 100 0.94x; A B 256^3 0.92x, 512^3 0.97x, 128 x 128 x 1024 0.87x; but 768^3
+// (A 2.25 MiB) 1.00x and 1024^3 1.04x, hence A within half of L2.
+void gemm_wide_panels(const Kernels& kern, int threads, const GemmShape& s, float alpha,
+                      const GemmOperand& a, const GemmOperand& b, float beta, float* c,
+                      std::size_t ldc, const float* bias, float* panels) {
+  const std::size_t nr = kern.gemm_nr, mr = kern.gemm_direct_wide_mr;
+  const std::size_t blocks = (s.m + mr - 1) / mr;
+  run_parallel(threads, [&](int t, int nt) {
+    std::size_t begin, end;
+    static_range((s.n + nr - 1) / nr, t, nt, &begin, &end);
+    for (std::size_t j0 = begin * nr; j0 < std::min(s.n, end * nr); j0 += nr) {
+      const float* src = b.data + j0 * b.cs;
+      const std::size_t cols = std::min(nr, s.n - j0);
+      if (b.cs == 1) {
+        kern.gemm_pack_b_rows(src, b.rs, cols, s.k, panels + j0 * s.k);
+      } else {
+        kern.gemm_pack_b_cols(src, b.cs, cols, s.k, panels + j0 * s.k);
+      }
+    }
+    barrier(nt);
+    static_range(blocks, t, nt, &begin, &end);
+    for (std::size_t j0 = 0; j0 < s.n; j0 += nr) {
+      for (std::size_t ib = begin; ib < end; ++ib) {
+        const std::size_t i0 = ib * mr, rows = std::min(mr, s.m - i0);
+        direct_tile(kern, true, s, alpha, a, i0, rows, panels + j0 * s.k, nr, j0, beta, c, ldc,
+                    bias);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
                                const GemmOperand& a, const GemmOperand& b) {
   threads = effective_threads(threads, shape);
-  if (use_direct(shape, a)) {
+  const GemmPath path = gemm_path(kern, shape, a);
+  if (path == GemmPath::wide_panels) {
+    return shape.k * round_up(shape.n, kern.gemm_nr) * sizeof(float);
+  }
+  if (path == GemmPath::direct) {
     if (use_direct_wide(kern, shape, b)) {  // no thread copies B with fewer rows in all
       return shape.m < kWideCopyMinRows
                  ? 0
@@ -283,14 +335,21 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
     scale_c(s.m, s.n, alpha, beta, c, ldc, bias);
     return;
   }
-  if (s.m <= kern.gemm_direct_mr && s.n <= kern.gemm_direct_nr && b.cs == 1 && use_direct(s, a)) {
+  const GemmPath path = gemm_path(kern, s, a);
+  if (s.m <= kern.gemm_direct_mr && s.n <= kern.gemm_direct_nr && b.cs == 1 &&
+      path == GemmPath::direct) {
     // One no-packing tile (the seed's 6 x 16 x 64): gemm_direct's only call, without its loops.
     direct_tile(kern, false, s, alpha, a, 0, s.m, b.data, b.rs, 0, beta, c, ldc, bias);
     return;
   }
   threads = effective_threads(threads, s);
-  if (use_direct(s, a)) {
+  if (path == GemmPath::direct) {
     gemm_direct(kern, threads, s, alpha, a, b, beta, c, ldc, bias, static_cast<float*>(scratch));
+    return;
+  }
+  if (path == GemmPath::wide_panels) {
+    gemm_wide_panels(kern, threads, s, alpha, a, b, beta, c, ldc, bias,
+                     static_cast<float*>(scratch));
     return;
   }
   const Plan plan = make_plan(kern, s, threads);

@@ -180,6 +180,40 @@ __attribute__((always_inline)) inline void store_tile(const vfloat<A> (&acc)[MR]
   }
 }
 
+// The KC x NR sliver of B that a packed tile's k loop streams (128 KiB for the AVX-512 6 x 64
+// tile) passes through L1 and evicts the tile of C fetched at the start, which then still sits in
+// L2: the tile fetches it again kCTailSteps k steps before the end (where the sliver fits L1 this
+// is a hit). 2048^3 on Zen 5: 0.986x the time (bench/ab, 8 rounds, range 0.969-0.998); 512^3 and
+// 1024^3 unchanged.
+constexpr std::size_t kCTailSteps = 32;
+
+#if defined(ATTN_GEMM_LOOP_6X64)
+// How a 6 x 64 assembly loop writes its tile: a whole tile with alpha 1 and no bias goes to C
+// from the registers (beta 0 or 1: the KC passes of a large GEMM, the wide tile's k chunks); any
+// other through its sums and store_loop_sums.
+inline std::size_t loop_6x64_mode(float alpha, float beta, const float* bias, bool whole) {
+  if (!whole || alpha != 1.0f || bias != nullptr) return kLoopSums;
+  return beta == 0.0f ? kLoopSetC : beta == 1.0f ? kLoopAddC : kLoopSums;
+}
+
+// C = alpha * sums + beta * C (+ bias) from a 6 x 64 loop's kLoopSums output.
+template <class A>
+inline void store_loop_sums(const float* sums, float* c, std::size_t ldc, float alpha, float beta,
+                            std::size_t m, std::size_t n, const float* bias) {
+  constexpr int MR = 6, NV = 4;
+  constexpr std::size_t L = lanes<A>;
+  static_assert(NV * L == 64, "the 6 x 64 tile");
+  vfloat<A> acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      acc[i][j] = vfloat<A>::load_aligned(sums + (i * NV + j) * L);
+  }
+  store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n, bias);
+}
+#endif
+
 // MR rows of an A panel packed AS rows wide (AS >= MR), C copies of each value (see
 // rank1_update_packed): the full tile (AS == MR) or, for the first m <= MR rows of a wider panel,
 // a shorter tile that does only their FMAs. PF: prefetch the tile of C (see the k loop) and
@@ -216,11 +250,7 @@ void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a
     a += AS * C;
     b += NR;
   };
-  // The KC x NR sliver of B that the k loop streams (128 KiB for the AVX-512 6 x 64 tile) passes
-  // through L1 and evicts the tile of C fetched above, which then still sits in L2: fetch it
-  // again kTail steps before the end (where the sliver fits L1 this is a hit). 2048^3 on Zen 5:
-  // 0.986x the time (bench/ab, 8 rounds, range 0.969-0.998); 512^3 and 1024^3 unchanged.
-  constexpr std::size_t kTail = 32;
+  constexpr std::size_t kTail = kCTailSteps;
   const std::size_t tail = k < kTail ? k : kTail;
   std::size_t done = tail;  // k steps issued, counting the tail's
   const std::size_t groups = (k - tail) / L2Prefetch::kSteps;  // 0 for k < kTail + kSteps
@@ -233,24 +263,11 @@ void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a
     for (; left > groups; --left, line += L2Prefetch::kLineBytes)
       __builtin_prefetch(line, 0, 2);
     const char* last = left != 0 ? line + (left - 1) * L2Prefetch::kLineBytes : line;
-    // A whole tile with alpha 1 and no bias goes to C from the registers (beta 0 or 1, the KC
-    // passes of a large GEMM); any other through sums and store_tile.
-    const bool whole = alpha == 1.0f && bias == nullptr && m == MR && n == NR;
-    const std::size_t mode = !whole         ? kLoopSums
-                             : beta == 0.0f ? kLoopSetC
-                             : beta == 1.0f ? kLoopAddC
-                                            : kLoopSums;
+    const std::size_t mode = loop_6x64_mode(alpha, beta, bias, m == MR && n == NR);
     alignas(64) float sums[MR * NV * L];
     gemm_loop_6x64(a, b, groups, (k - tail) % L2Prefetch::kSteps, tail, line, last, c,
                    ldc * sizeof(float), k > kTail ? m : 0, mode == kLoopSums ? sums : c, mode);
-    if (mode != kLoopSums) return;
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j)
-        acc[i][j] = V::load_aligned(sums + (i * NV + j) * L);
-    }
-    store_tile<A, MR, NV>(acc, c, ldc, alpha, beta, m, n, bias);
+    if (mode == kLoopSums) store_loop_sums<A>(sums, c, ldc, alpha, beta, m, n, bias);
     return;
   }
 #endif
@@ -395,6 +412,37 @@ struct gemm_direct_by_rows {
       gemm_direct_kernel<decltype(rows)::value, NV>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta,
                                                       m, n, bias);
     });
+  }
+};
+
+// The wide no-packing tile (gemm_direct_wide): gemm_direct_by_rows, but a whole 6 x 64 AVX-512
+// tile whose B rows are contiguous (ldb == 64: a packed panel, a copied chunk, or a row-major B
+// 64 floats wide) runs gemm_loop_6x64_rows, the packed tile's assembly loop with A's rows read in
+// place (the same sums, bit for bit). Intel Xeon of the README, that loop against the intrinsics
+// tile over 64-wide panels of B (a harness alternating both, medians of 41 pairs): A B^T 512 x
+// 512 x 64 0.96x the time of the packed GEMM, where the intrinsics tile took 1.00x.
+template <int MR, int NV, int SMALL>
+struct gemm_direct_wide_by_rows {
+  template <class A>
+  void operator()(A arch, std::size_t k, const float* a, std::size_t lda, const float* b,
+                  std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
+                  std::size_t m, std::size_t n, const float* bias) const {
+#if defined(ATTN_GEMM_LOOP_6X64)
+    if constexpr (MR == 6 && NV == 4) {
+      constexpr std::size_t NR = NV * lanes<A>;
+      if (m == MR && n == NR && ldb == NR) {
+        const std::size_t tail = k < kCTailSteps ? k : kCTailSteps, body = k - tail;
+        const std::size_t mode = loop_6x64_mode(alpha, beta, bias, true);
+        alignas(64) float sums[MR * NR];
+        gemm_loop_6x64_rows(a, lda * sizeof(float), b, body / 8, body % 8, tail, c,
+                            ldc * sizeof(float), k > kCTailSteps ? m : 0,
+                            mode == kLoopSums ? sums : c, mode);
+        if (mode == kLoopSums) store_loop_sums<A>(sums, c, ldc, alpha, beta, m, n, bias);
+        return;
+      }
+    }
+#endif
+    gemm_direct_by_rows<MR, NV, SMALL>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
   }
 };
 

@@ -23,22 +23,63 @@ namespace ATTN_ISA_NS {
 
 // One instruction per line.
 // clang-format off
-// Row i of one k step u: broadcast a[6u + i] into zmm r, 4 FMAs into accumulators zmm x0..x3
-// (zmm 4i .. 4i+3); B's 4 vectors of step u are in zmm26..29.
-#define ATTN_L6_ROW(u, i, r, x0, x1, x2, x3)                 \
-  "vbroadcastss 4*(" #u "*6+" #i ")(%[a]), %%zmm" #r "\n\t" \
+// Row i of one k step: the broadcast of its A value at `addr` into zmm r, 4 FMAs into
+// accumulators zmm x0..x3 (zmm 4i .. 4i+3); B's 4 vectors of the step are in zmm26..29.
+#define ATTN_L6_ROW_AT(addr, r, x0, x1, x2, x3)              \
+  "vbroadcastss " addr ", %%zmm" #r "\n\t"                  \
   "vfmadd231ps %%zmm26, %%zmm" #r ", %%zmm" #x0 "\n\t"      \
   "vfmadd231ps %%zmm27, %%zmm" #r ", %%zmm" #x1 "\n\t"      \
   "vfmadd231ps %%zmm28, %%zmm" #r ", %%zmm" #x2 "\n\t"      \
   "vfmadd231ps %%zmm29, %%zmm" #r ", %%zmm" #x3 "\n\t"
-#define ATTN_L6_STEP(u)                                     \
+// B's 64 floats of step u, contiguous at b + 256 u bytes.
+#define ATTN_L6_LOAD_B(u)                                   \
   "vmovups " #u "*256(%[b]), %%zmm26\n\t"                   \
   "vmovups " #u "*256+64(%[b]), %%zmm27\n\t"                \
   "vmovups " #u "*256+128(%[b]), %%zmm28\n\t"               \
-  "vmovups " #u "*256+192(%[b]), %%zmm29\n\t"               \
+  "vmovups " #u "*256+192(%[b]), %%zmm29\n\t"
+// Step u on a packed A panel: row i's value at a + 4 (6u + i) bytes.
+#define ATTN_L6_ROW(u, i, r, x0, x1, x2, x3) \
+  ATTN_L6_ROW_AT("4*(" #u "*6+" #i ")(%[a])", r, x0, x1, x2, x3)
+#define ATTN_L6_STEP(u)                                                         \
+  ATTN_L6_LOAD_B(u)                                                             \
   ATTN_L6_ROW(u, 0, 30, 0, 1, 2, 3) ATTN_L6_ROW(u, 1, 31, 4, 5, 6, 7)         \
   ATTN_L6_ROW(u, 2, 30, 8, 9, 10, 11) ATTN_L6_ROW(u, 3, 31, 12, 13, 14, 15)   \
   ATTN_L6_ROW(u, 4, 30, 16, 17, 18, 19) ATTN_L6_ROW(u, 5, 31, 20, 21, 22, 23)
+// Step u on A rows in place: rows 0-2 at a0, a0 + lda, a0 + 2 lda and rows 3-5 at a3 (= a0 +
+// 3 lda), a3 + lda, a3 + 2 lda, each value 4u bytes in.
+#define ATTN_L6_STEP_ROWS(u)                                                                    \
+  ATTN_L6_LOAD_B(u)                                                                             \
+  ATTN_L6_ROW_AT("4*" #u "(%[a0])", 30, 0, 1, 2, 3)                                             \
+  ATTN_L6_ROW_AT("4*" #u "(%[a0],%[lda_bytes],1)", 31, 4, 5, 6, 7)                              \
+  ATTN_L6_ROW_AT("4*" #u "(%[a0],%[lda_bytes],2)", 30, 8, 9, 10, 11)                            \
+  ATTN_L6_ROW_AT("4*" #u "(%[a3])", 31, 12, 13, 14, 15)                                         \
+  ATTN_L6_ROW_AT("4*" #u "(%[a3],%[lda_bytes],1)", 30, 16, 17, 18, 19)                          \
+  ATTN_L6_ROW_AT("4*" #u "(%[a3],%[lda_bytes],2)", 31, 20, 21, 22, 23)
+// The 24 accumulators set to -0 (negz: a float -0 in memory).
+#define ATTN_L6_ZERO                                                                            \
+  "vbroadcastss %[negz], %%zmm0\n\t"                                                            \
+  "vmovaps %%zmm0, %%zmm1\n\t" "vmovaps %%zmm0, %%zmm2\n\t" "vmovaps %%zmm0, %%zmm3\n\t"         \
+  "vmovaps %%zmm0, %%zmm4\n\t" "vmovaps %%zmm0, %%zmm5\n\t" "vmovaps %%zmm0, %%zmm6\n\t"         \
+  "vmovaps %%zmm0, %%zmm7\n\t" "vmovaps %%zmm0, %%zmm8\n\t" "vmovaps %%zmm0, %%zmm9\n\t"         \
+  "vmovaps %%zmm0, %%zmm10\n\t" "vmovaps %%zmm0, %%zmm11\n\t" "vmovaps %%zmm0, %%zmm12\n\t"      \
+  "vmovaps %%zmm0, %%zmm13\n\t" "vmovaps %%zmm0, %%zmm14\n\t" "vmovaps %%zmm0, %%zmm15\n\t"      \
+  "vmovaps %%zmm0, %%zmm16\n\t" "vmovaps %%zmm0, %%zmm17\n\t" "vmovaps %%zmm0, %%zmm18\n\t"      \
+  "vmovaps %%zmm0, %%zmm19\n\t" "vmovaps %%zmm0, %%zmm20\n\t" "vmovaps %%zmm0, %%zmm21\n\t"      \
+  "vmovaps %%zmm0, %%zmm22\n\t" "vmovaps %%zmm0, %%zmm23\n\t"
+// prefetcht0 of the first c_rows rows of the C tile (4 lines from c, row stride ldc_bytes),
+// local labels 5 and 6.
+#define ATTN_L6_PREFETCH_C                \
+  "test %[c_rows], %[c_rows]\n\t"         \
+  "jz 6f\n\t"                             \
+  "5:\n\t"                                \
+  "prefetcht0 (%[c])\n\t"                 \
+  "prefetcht0 64(%[c])\n\t"               \
+  "prefetcht0 128(%[c])\n\t"              \
+  "prefetcht0 192(%[c])\n\t"              \
+  "add %[ldc_bytes], %[c]\n\t"            \
+  "dec %[c_rows]\n\t"                     \
+  "jnz 5b\n\t"                            \
+  "6:\n\t"
 // Accumulator r to dst[16 r ..] (the sums); row i's 4 accumulators to the C row at dst, as they
 // are or added to it, then dst to the next row.
 #define ATTN_L6_STORE(r) "vmovups %%zmm" #r ", 64*" #r "(%[dst])\n\t"
@@ -54,6 +95,29 @@ namespace ATTN_ISA_NS {
   "vaddps 128(%[dst]), %%zmm" #x2 ", %%zmm" #x2 "\n\t"           \
   "vaddps 192(%[dst]), %%zmm" #x3 ", %%zmm" #x3 "\n\t"           \
   ATTN_L6_C_SET(x0, x1, x2, x3)
+// The accumulators written by mode (kLoopSums, kLoopSetC, kLoopAddC), local labels 9 to 11.
+#define ATTN_L6_WRITE                                                                           \
+  "cmp $1, %[mode]\n\t"                                                                         \
+  "jb 9f\n\t"                                                                                   \
+  "ja 10f\n\t"                                                                                  \
+  ATTN_L6_C_SET(0, 1, 2, 3) ATTN_L6_C_SET(4, 5, 6, 7) ATTN_L6_C_SET(8, 9, 10, 11)               \
+  ATTN_L6_C_SET(12, 13, 14, 15) ATTN_L6_C_SET(16, 17, 18, 19) ATTN_L6_C_SET(20, 21, 22, 23)     \
+  "jmp 11f\n\t"                                                                                 \
+  "10:\n\t"                                                                                     \
+  ATTN_L6_C_ADD(0, 1, 2, 3) ATTN_L6_C_ADD(4, 5, 6, 7) ATTN_L6_C_ADD(8, 9, 10, 11)               \
+  ATTN_L6_C_ADD(12, 13, 14, 15) ATTN_L6_C_ADD(16, 17, 18, 19) ATTN_L6_C_ADD(20, 21, 22, 23)     \
+  "jmp 11f\n\t"                                                                                 \
+  "9:\n\t"                                                                                      \
+  ATTN_L6_STORE(0) ATTN_L6_STORE(1) ATTN_L6_STORE(2) ATTN_L6_STORE(3) ATTN_L6_STORE(4)          \
+  ATTN_L6_STORE(5) ATTN_L6_STORE(6) ATTN_L6_STORE(7) ATTN_L6_STORE(8) ATTN_L6_STORE(9)          \
+  ATTN_L6_STORE(10) ATTN_L6_STORE(11) ATTN_L6_STORE(12) ATTN_L6_STORE(13) ATTN_L6_STORE(14)     \
+  ATTN_L6_STORE(15) ATTN_L6_STORE(16) ATTN_L6_STORE(17) ATTN_L6_STORE(18) ATTN_L6_STORE(19)     \
+  ATTN_L6_STORE(20) ATTN_L6_STORE(21) ATTN_L6_STORE(22) ATTN_L6_STORE(23)                       \
+  "11:\n\t"
+#define ATTN_L6_CLOBBERS                                                                       \
+  "cc", "memory", "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", \
+      "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", "zmm19",   \
+      "zmm20", "zmm21", "zmm22", "zmm23", "zmm26", "zmm27", "zmm28", "zmm29", "zmm30", "zmm31"
 // clang-format on
 
 // The whole k loop of a 6 x 64 tile: acc(i, 16 j + l) = the sum over the k = 8 groups + rest +
@@ -74,15 +138,7 @@ inline void gemm_loop_6x64(const float* a, const float* b, std::size_t groups, s
   static const float kNegZero = -0.0f;
   // clang-format off
   asm volatile(
-      "vbroadcastss %[negz], %%zmm0\n\t"
-      "vmovaps %%zmm0, %%zmm1\n\t" "vmovaps %%zmm0, %%zmm2\n\t" "vmovaps %%zmm0, %%zmm3\n\t"
-      "vmovaps %%zmm0, %%zmm4\n\t" "vmovaps %%zmm0, %%zmm5\n\t" "vmovaps %%zmm0, %%zmm6\n\t"
-      "vmovaps %%zmm0, %%zmm7\n\t" "vmovaps %%zmm0, %%zmm8\n\t" "vmovaps %%zmm0, %%zmm9\n\t"
-      "vmovaps %%zmm0, %%zmm10\n\t" "vmovaps %%zmm0, %%zmm11\n\t" "vmovaps %%zmm0, %%zmm12\n\t"
-      "vmovaps %%zmm0, %%zmm13\n\t" "vmovaps %%zmm0, %%zmm14\n\t" "vmovaps %%zmm0, %%zmm15\n\t"
-      "vmovaps %%zmm0, %%zmm16\n\t" "vmovaps %%zmm0, %%zmm17\n\t" "vmovaps %%zmm0, %%zmm18\n\t"
-      "vmovaps %%zmm0, %%zmm19\n\t" "vmovaps %%zmm0, %%zmm20\n\t" "vmovaps %%zmm0, %%zmm21\n\t"
-      "vmovaps %%zmm0, %%zmm22\n\t" "vmovaps %%zmm0, %%zmm23\n\t"
+      ATTN_L6_ZERO
       "test %[groups], %[groups]\n\t"
       "jz 2f\n\t"
       ".p2align 6\n\t"
@@ -107,17 +163,7 @@ inline void gemm_loop_6x64(const float* a, const float* b, std::size_t groups, s
       "dec %[rest]\n\t"
       "jnz 3b\n\t"
       "4:\n\t"
-      "test %[c_rows], %[c_rows]\n\t"
-      "jz 6f\n\t"
-      "5:\n\t"
-      "prefetcht0 (%[c])\n\t"
-      "prefetcht0 64(%[c])\n\t"
-      "prefetcht0 128(%[c])\n\t"
-      "prefetcht0 192(%[c])\n\t"
-      "add %[ldc_bytes], %[c]\n\t"
-      "dec %[c_rows]\n\t"
-      "jnz 5b\n\t"
-      "6:\n\t"
+      ATTN_L6_PREFETCH_C
       "test %[tail], %[tail]\n\t"
       "jz 8f\n\t"
       "7:\n\t"
@@ -127,38 +173,81 @@ inline void gemm_loop_6x64(const float* a, const float* b, std::size_t groups, s
       "dec %[tail]\n\t"
       "jnz 7b\n\t"
       "8:\n\t"
-      "cmp $1, %[mode]\n\t"
-      "jb 9f\n\t"
-      "ja 10f\n\t"
-      ATTN_L6_C_SET(0, 1, 2, 3) ATTN_L6_C_SET(4, 5, 6, 7) ATTN_L6_C_SET(8, 9, 10, 11)
-      ATTN_L6_C_SET(12, 13, 14, 15) ATTN_L6_C_SET(16, 17, 18, 19) ATTN_L6_C_SET(20, 21, 22, 23)
-      "jmp 11f\n\t"
-      "10:\n\t"
-      ATTN_L6_C_ADD(0, 1, 2, 3) ATTN_L6_C_ADD(4, 5, 6, 7) ATTN_L6_C_ADD(8, 9, 10, 11)
-      ATTN_L6_C_ADD(12, 13, 14, 15) ATTN_L6_C_ADD(16, 17, 18, 19) ATTN_L6_C_ADD(20, 21, 22, 23)
-      "jmp 11f\n\t"
-      "9:\n\t"
-      ATTN_L6_STORE(0) ATTN_L6_STORE(1) ATTN_L6_STORE(2) ATTN_L6_STORE(3) ATTN_L6_STORE(4)
-      ATTN_L6_STORE(5) ATTN_L6_STORE(6) ATTN_L6_STORE(7) ATTN_L6_STORE(8) ATTN_L6_STORE(9)
-      ATTN_L6_STORE(10) ATTN_L6_STORE(11) ATTN_L6_STORE(12) ATTN_L6_STORE(13) ATTN_L6_STORE(14)
-      ATTN_L6_STORE(15) ATTN_L6_STORE(16) ATTN_L6_STORE(17) ATTN_L6_STORE(18) ATTN_L6_STORE(19)
-      ATTN_L6_STORE(20) ATTN_L6_STORE(21) ATTN_L6_STORE(22) ATTN_L6_STORE(23)
-      "11:\n\t"
+      ATTN_L6_WRITE
       : [a] "+r"(a), [b] "+r"(b), [groups] "+r"(groups), [rest] "+r"(rest), [tail] "+r"(tail),
         [pf] "+r"(pf), [c] "+r"(c), [c_rows] "+r"(c_rows), [dst] "+r"(dst)
       : [pf_last] "r"(pf_last), [ldc_bytes] "r"(ldc_bytes), [mode] "r"(mode), [negz] "m"(kNegZero)
-      : "cc", "memory", "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7",
-        "zmm8", "zmm9", "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17",
-        "zmm18", "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm26", "zmm27", "zmm28", "zmm29",
-        "zmm30", "zmm31");
+      : ATTN_L6_CLOBBERS);
   // clang-format on
 }
 
+// gemm_loop_6x64 on A rows in place: a[6p + i] above becomes row i's value p, at a0 + i * lda
+// floats + p (lda_bytes = 4 lda), and there is no L2 hint. b: contiguous rows of 64 floats (a
+// packed panel, or a row-major B whose rows are 64 floats apart). For gemm_direct_wide.
+inline void gemm_loop_6x64_rows(const float* a0, std::size_t lda_bytes, const float* b,
+                                std::size_t groups, std::size_t rest, std::size_t tail,
+                                const float* c, std::size_t ldc_bytes, std::size_t c_rows,
+                                float* dst, std::size_t mode) {
+  static const float kNegZero = -0.0f;
+  const float* a3 =
+      reinterpret_cast<const float*>(reinterpret_cast<const char*>(a0) + 3 * lda_bytes);
+  // clang-format off
+  asm volatile(
+      ATTN_L6_ZERO
+      "test %[groups], %[groups]\n\t"
+      "jz 2f\n\t"
+      ".p2align 6\n\t"
+      "1:\n\t"
+      ATTN_L6_STEP_ROWS(0) ATTN_L6_STEP_ROWS(1) ATTN_L6_STEP_ROWS(2) ATTN_L6_STEP_ROWS(3)
+      ATTN_L6_STEP_ROWS(4) ATTN_L6_STEP_ROWS(5) ATTN_L6_STEP_ROWS(6) ATTN_L6_STEP_ROWS(7)
+      "add $32, %[a0]\n\t"
+      "add $32, %[a3]\n\t"
+      "add $2048, %[b]\n\t"
+      "dec %[groups]\n\t"
+      "jnz 1b\n\t"
+      "2:\n\t"
+      "test %[rest], %[rest]\n\t"
+      "jz 4f\n\t"
+      "3:\n\t"
+      ATTN_L6_STEP_ROWS(0)
+      "add $4, %[a0]\n\t"
+      "add $4, %[a3]\n\t"
+      "add $256, %[b]\n\t"
+      "dec %[rest]\n\t"
+      "jnz 3b\n\t"
+      "4:\n\t"
+      ATTN_L6_PREFETCH_C
+      "test %[tail], %[tail]\n\t"
+      "jz 8f\n\t"
+      "7:\n\t"
+      ATTN_L6_STEP_ROWS(0)
+      "add $4, %[a0]\n\t"
+      "add $4, %[a3]\n\t"
+      "add $256, %[b]\n\t"
+      "dec %[tail]\n\t"
+      "jnz 7b\n\t"
+      "8:\n\t"
+      ATTN_L6_WRITE
+      : [a0] "+r"(a0), [a3] "+r"(a3), [b] "+r"(b), [groups] "+r"(groups), [rest] "+r"(rest),
+        [tail] "+r"(tail), [c] "+r"(c), [c_rows] "+r"(c_rows), [dst] "+r"(dst)
+      : [lda_bytes] "r"(lda_bytes), [ldc_bytes] "r"(ldc_bytes), [mode] "r"(mode),
+        [negz] "m"(kNegZero)
+      : ATTN_L6_CLOBBERS);
+  // clang-format on
+}
+
+#undef ATTN_L6_CLOBBERS
+#undef ATTN_L6_WRITE
 #undef ATTN_L6_C_ADD
 #undef ATTN_L6_C_SET
 #undef ATTN_L6_STORE
+#undef ATTN_L6_PREFETCH_C
+#undef ATTN_L6_ZERO
+#undef ATTN_L6_STEP_ROWS
 #undef ATTN_L6_STEP
 #undef ATTN_L6_ROW
+#undef ATTN_L6_LOAD_B
+#undef ATTN_L6_ROW_AT
 
 }  // namespace ATTN_ISA_NS
 }  // namespace attn::detail
