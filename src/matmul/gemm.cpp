@@ -118,17 +118,18 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
 // Which path a product takes. Row-major A with a B that fits in half of L2 skips packing: the
 // direct kernel streams B from L2 at a fraction of the FMA rate and reads A rows from L1, so
 // packing (O(mk + kn) copies) would buy nothing. A B^T is first packed once into
-// gemm_direct_nr-wide panels (about 2% of a 512 x 512 x 64 call), each a contiguous k x NR sliver.
-// Where L2 does not feed the in-place reads at that rate (CpuInfo::l2_feeds_in_place_b), a B larger
-// than L1 and wider than kMaxInPlaceCols is packed once A has kMinPackedRows rows to repay it.
-// Measured on the Intel Xeon that CpuInfo names (GFLOP/s packed over no-packing, AVX-512, medians
-// of 15 timings of repeated calls on the same data): 32 x 256 x 256 0.86, 64 x 256 x 256 1.01, 128
-// x 256 x 256 1.07, 256^3 1.14, 128 x 512 x 512 1.14, A*B^T 64 x 512 x 64 1.03, 512 x 512 x
-// 64 1.08; B within L1 (48 KiB): A*B^T 128 x 128 x 64 0.96, 512 x 128 x 64 0.99, 64^3 0.82; 64
-// columns: the wide tile's 512 x 64 x 512 0.93, and on AVX2 512 x 64 x 512 took 1.06x the time
-// packed (bench/ab). Packed there means GemmPath::wide_panels where the kernel table has the wide
-// tile and A fits in half of L2 beside B (see gemm_wide_panels), else the Goto path
-// (GemmPath::packed), which also takes any other product.
+// gemm_direct_nr-wide panels (about 2% of a 512 x 512 x 64 call), each a contiguous k x NR
+// sliver. Where L2 does not feed the in-place reads at that rate (CpuInfo::l2_feeds_in_place_b),
+// a B larger than L1 and wider than kMaxInPlaceCols is packed once A has kMinPackedRows rows to
+// repay it. Measured on the Intel Xeon that CpuInfo names (GFLOP/s packed over no-packing,
+// AVX-512, medians of 15 timings of repeated calls on the same data): 32 x 256 x 256 0.86,
+// 64 x 256 x 256 1.01, 128 x 256 x 256 1.07, 256^3 1.14, 128 x 512 x 512 1.14, A*B^T
+// 64 x 512 x 64 1.03, 512 x 512 x 64 1.08; B within L1 (48 KiB): A*B^T 128 x 128 x 64 0.96,
+// 512 x 128 x 64 0.99, 64^3 0.82; 64 columns: the wide tile's 512 x 64 x 512 0.93, and on AVX2
+// 512 x 64 x 512 took 1.06x the time packed (bench/ab). Packed there means
+// GemmPath::wide_panels where the kernel table has the wide tile, A fits in half of L2 and C in
+// L2 (see gemm_wide_panels), else the Goto path (GemmPath::packed), which also takes any other
+// product.
 constexpr std::size_t kMinPackedRows = 64;
 constexpr std::size_t kMaxInPlaceCols = 64;
 
@@ -143,9 +144,10 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a
       b_bytes <= cpu.l1d_bytes) {
     return GemmPath::direct;
   }
-  const std::size_t a_bytes = s.m * s.k * sizeof(float);
-  return kern.gemm_direct_wide != nullptr && a_bytes <= cpu.l2_bytes / 2 ? GemmPath::wide_panels
-                                                                         : GemmPath::packed;
+  const std::size_t a_bytes = s.m * s.k * sizeof(float), c_bytes = s.m * s.n * sizeof(float);
+  return kern.gemm_direct_wide != nullptr && a_bytes <= cpu.l2_bytes / 2 && c_bytes <= cpu.l2_bytes
+             ? GemmPath::wide_panels
+             : GemmPath::packed;
 }
 
 // One no-packing tile: C rows [i0, i0 + rows) x columns [j0, j0 + NR) (cut at n), B's column j0
@@ -268,14 +270,19 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
 
 // GemmPath::wide_panels: op(B) packed once into the wide tile's NR-column panels (the threads
 // pack a share each; panel j0 / NR at panels + j0 * k, row stride NR), then each thread takes its
-// row blocks of MR_wide rows against one panel after another, reading A in place. With B and A
-// both in L2, a panel (k x 64 floats, 16 KiB at k = 64) stays in L1 while A's rows stream from
-// L2, and the tile runs the packed tile's assembly loop (gemm_direct_wide with ldb == NR) with no
-// A packing. The Goto path packs A and splits k into KC passes, which these sizes do not need.
-// Intel Xeon of the README, against the Goto path (a harness alternating both, medians of 41
-// pairs): A B^T 512 x 512 x 64 0.96x the time, 256 x 256 x 64 0.93x, 512 x 512 x 128 0.97x,
-// 1000 x 1000 x 100 0.94x; A B 256^3 0.92x, 512^3 0.97x, 128 x 128 x 1024 0.87x; but 768^3
-// (A 2.25 MiB) 1.00x and 1024^3 1.04x, hence A within half of L2.
+// row blocks of MR_wide rows against one panel after another, reading A in place. With A and B
+// in L2, a panel (k x 64 floats, 16 KiB at k = 64) stays in L1 while A's rows stream from L2,
+// and the tile runs the packed tile's assembly loop (gemm_direct_wide with ldb == NR) without
+// A's packing and the Goto path's KC passes, which these sizes do not need. Intel Xeon of the
+// README, against the Goto path (bench/ab-lib, 21 pairs; outputs bit-identical): A B^T
+// 512 x 512 x 64 0.977x the time (2 threads 0.948x), 512 x 512 x 128 0.986x, 64 x 512 x 64
+// 0.970x; A B 128^3 0.904x, 256^3 0.933x (2 threads 0.990x), 512^3 0.963x (2 threads 0.967x),
+// 128 x 512 x 512 0.948x, 300 x 200 x 100 0.965x. Not taken: with C beyond L2, where each
+// panel's sweep over all rows of C misses L2 at every tile (A B^T 2048 x 2048 x 64 1.06x,
+// 2048 x 2048 x 128 1.085x, A B 4096 x 512 x 64 1.057x, though 1000 x 1000 x 100, C at 4 MB,
+// 0.967x; prefetching each tile of C at its start, or the next one into L2, made them no faster
+// and the others slower), and with A beyond half of L2 (re-read once per panel: 1024^3 1.04x in
+// a harness).
 void gemm_wide_panels(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                       const GemmOperand& a, const GemmOperand& b, float beta, float* c,
                       std::size_t ldc, const float* bias, float* panels) {

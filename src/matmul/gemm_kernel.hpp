@@ -418,9 +418,11 @@ struct gemm_direct_by_rows {
 // The wide no-packing tile (gemm_direct_wide): gemm_direct_by_rows, but a whole 6 x 64 AVX-512
 // tile whose B rows are contiguous (ldb == 64: a packed panel, a copied chunk, or a row-major B
 // 64 floats wide) runs gemm_loop_6x64_rows, the packed tile's assembly loop with A's rows read in
-// place (the same sums, bit for bit). Intel Xeon of the README, that loop against the intrinsics
-// tile over 64-wide panels of B (a harness alternating both, medians of 41 pairs): A B^T 512 x
-// 512 x 64 0.96x the time of the packed GEMM, where the intrinsics tile took 1.00x.
+// place (the same sums, bit for bit). Intel Xeon of the README: with the intrinsics tile,
+// GemmPath::wide_panels ran level with the Goto path (A B^T 512 x 512 x 64, a harness
+// alternating both, 41 pairs: 1.00x), with this loop 0.96x; the wide tile's own products against
+// the intrinsics tile (bench/ab-lib, 21-41 pairs): 128 x 64 x 512 0.947x the time,
+// 512 x 64 x 512 1.000x, 64 x 64 x 256 1.007x.
 template <int MR, int NV, int SMALL>
 struct gemm_direct_wide_by_rows {
   template <class A>
