@@ -161,8 +161,9 @@ struct Kernels {
   // the no-packing kernels then read as a row-major B with ldb = gemm_direct_nr.
   PackKtKernel gemm_direct_pack_b_cols;
   // The packed GEMM's own tile (gemm_direct_wide_mr x gemm_nr) reading a row-major A and B in
-  // place, where it is wider than gemm_direct_nr; nullptr (and 0) where the ISA has none. See
-  // use_direct_wide in matmul/gemm.cpp for the products it serves.
+  // place, where it is wider than gemm_direct_nr; nullptr (and 0) where the ISA has none. Unlike
+  // gemm_direct it takes any m, in blocks of gemm_direct_wide_mr rows. See use_direct_wide and
+  // GemmPath::wide_panels in matmul/gemm.cpp for the products it serves.
   std::size_t gemm_direct_wide_mr;
   GemmDirectKernel gemm_direct_wide;
 

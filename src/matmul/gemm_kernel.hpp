@@ -415,36 +415,43 @@ struct gemm_direct_by_rows {
   }
 };
 
-// The wide no-packing tile (gemm_direct_wide): gemm_direct_by_rows, but a whole 6 x 64 AVX-512
-// tile whose B rows are contiguous (ldb == 64: a packed panel, a copied chunk, or a row-major B
-// 64 floats wide) runs gemm_loop_6x64_rows, the packed tile's assembly loop with A's rows read in
-// place (the same sums, bit for bit). Intel Xeon of the README: with the intrinsics tile,
-// GemmPath::wide_panels ran level with the Goto path (A B^T 512 x 512 x 64, a harness
-// alternating both, 41 pairs: 1.00x), with this loop 0.96x; the wide tile's own products against
-// the intrinsics tile (bench/ab-lib, 21-41 pairs): 128 x 64 x 512 0.947x the time,
-// 512 x 64 x 512 1.000x, 64 x 64 x 256 1.007x.
+// The wide no-packing tile (gemm_direct_wide) over m rows, MR at a time: gemm_direct_by_rows,
+// but a whole 6 x 64 AVX-512 tile whose B rows are contiguous (ldb == 64: a packed panel, a
+// copied chunk, or a row-major B 64 floats wide) runs gemm_loop_6x64_rows, the packed tile's
+// assembly loop with A's rows read in place (the same sums, bit for bit). Intel Xeon of the
+// README: with the intrinsics tile, GemmPath::wide_panels ran level with the Goto path (A B^T
+// 512 x 512 x 64, a harness alternating both, 41 pairs: 1.00x), with this loop 0.96x; the wide
+// tile's own products against the intrinsics tile (bench/ab-lib, 21-41 pairs): 128 x 64 x 512
+// 0.947x the time, 512 x 64 x 512 1.000x, 64 x 64 x 256 1.007x.
 template <int MR, int NV, int SMALL>
 struct gemm_direct_wide_by_rows {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, std::size_t lda, const float* b,
                   std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
                   std::size_t m, std::size_t n, const float* bias) const {
+    std::size_t i0 = 0;
 #if defined(ATTN_GEMM_LOOP_6X64)
     if constexpr (MR == 6 && NV == 4) {
       constexpr std::size_t NR = NV * lanes<A>;
-      if (m == MR && n == NR && ldb == NR) {
+      if (n == NR && ldb == NR) {
         const std::size_t tail = k < kCTailSteps ? k : kCTailSteps, body = k - tail;
         const std::size_t mode = loop_6x64_mode(alpha, beta, bias, true);
         alignas(64) float sums[MR * NR];
-        gemm_loop_6x64_rows(a, lda * sizeof(float), b, body / 8, body % 8, tail, c,
-                            ldc * sizeof(float), k > kCTailSteps ? m : 0,
-                            mode == kLoopSums ? sums : c, mode);
-        if (mode == kLoopSums) store_loop_sums<A>(sums, c, ldc, alpha, beta, m, n, bias);
-        return;
+        for (; i0 + MR <= m; i0 += MR) {
+          float* ci = c + i0 * ldc;
+          gemm_loop_6x64_rows(a + i0 * lda, lda * sizeof(float), b, body / 8, body % 8, tail, ci,
+                              ldc * sizeof(float), k > kCTailSteps ? MR : 0,
+                              mode == kLoopSums ? sums : ci, mode);
+          if (mode == kLoopSums) store_loop_sums<A>(sums, ci, ldc, alpha, beta, MR, n, bias);
+        }
       }
     }
 #endif
-    gemm_direct_by_rows<MR, NV, SMALL>{}(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
+    for (; i0 < m; i0 += MR) {
+      const std::size_t rows = m - i0 < MR ? m - i0 : MR;
+      gemm_direct_by_rows<MR, NV, SMALL>{}(arch, k, a + i0 * lda, lda, b, ldb, c + i0 * ldc, ldc,
+                                           alpha, beta, rows, n, bias);
+    }
   }
 };
 
