@@ -100,6 +100,10 @@ std::string matmul_shape_name(const MatmulShape& s);
 // empty string when every sample is within it, else a message naming the first one that is not.
 std::string check_matmul(const MatmulShape& s, const float* a, const float* b, const float* c);
 
+// attn-bench --alternate=SPEC [--pairs=N] (alternate.cpp): ours on `isa` and every matmul peer
+// on one shape in alternating batches; prints the medians and returns the exit status.
+int run_alternate(const std::string& spec, int pairs, attn::Isa isa);
+
 // Wall, thread CPU and process CPU time, in seconds.
 struct Clocks {
   double wall = 0, thread_cpu = 0, process_cpu = 0;

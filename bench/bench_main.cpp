@@ -2,12 +2,17 @@
 // libraries found at configure time, with the machine's FMA peak measured at start-up.
 //
 //   attn-bench [--quick] [--summary] [--default-isa] [Google Benchmark flags]
+//   attn-bench --alternate=matmul:M,N,K[:THREADS] [--pairs=N]   (or matmul_nt: A·Bᵀ)
 //
 // --quick:       ours on the default ISA and the peers, the shapes that run fast (3 repetitions
 //                of at least 0.02 s), then a summary table. Under a minute. Later flags
 //                override its defaults.
 // --summary:     print the summary table after any run.
 // --default-isa: ours on the default ISA only (and the peers), every shape.
+// --alternate:   no Google Benchmark run: ours on the default ISA and each matmul peer on one
+//                shape, in alternating batches of about 20 ms (--pairs of them per peer,
+//                default 21), then each peer's median time and ours/peer speed ratio
+//                (alternate.cpp).
 // ATTN_ISA=<isa> makes <isa> the default ISA and leaves out the ISAs above it, as on a CPU
 // without them (the peers still run on whatever they detect).
 // Exit status: 0, or 1 when a benchmark failed (attn returned an error, or a result was wrong),
@@ -40,6 +45,9 @@ const char* kUsage =
     "                 override its defaults.\n"
     "  --summary      print the summary table at the end of any run.\n"
     "  --default-isa  ours on the default ISA only (and the peers), every shape.\n"
+    "  --alternate=matmul:M,N,K[:THREADS]  (or matmul_nt:, A·Bᵀ) no benchmark run: ours and\n"
+    "                 each matmul peer in alternating batches of about 20 ms, --pairs=N per\n"
+    "                 peer (default 21), then the median ours/peer speed ratio of each peer.\n"
     "  ATTN_ISA=<isa>  run <isa> as the default and leave out the ISAs above it.\n"
     "\n"
     "Counters: FLOP or elem (rates per second of the benchmark thread's CPU time), peak% (of the\n"
@@ -83,8 +91,14 @@ int main(int argc, char** argv) {
   static char repetitions[] = "--benchmark_repetitions=3";
   static char aggregates[] = "--benchmark_report_aggregates_only=true";
   std::vector<char*> rest;
+  std::string alternate;
+  int pairs = 21;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
+    if (std::strncmp(argv[i], "--alternate=", 12) == 0) {
+      alternate = argv[i] + 12;
+    } else if (std::strncmp(argv[i], "--pairs=", 8) == 0) {
+      pairs = std::atoi(argv[i] + 8);
+    } else if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
     } else if (std::strcmp(argv[i], "--summary") == 0) {
       summary = true;
@@ -111,6 +125,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "attn-bench: %s\n", probe_ctx.init_status().message());
     return 1;
   }
+  if (!alternate.empty()) return attn_bench::run_alternate(alternate, pairs, probe_ctx.isa());
   attn_bench::Options options;
   options.quick = quick;
   options.default_isa_only = default_isa_only;

@@ -10,8 +10,6 @@
 namespace attn_bench {
 namespace {
 
-using GemmFactory = std::function<std::unique_ptr<PeerGemm>()>;
-
 #if defined(ATTN_BENCH_HAVE_EIGEN)
 class EigenGemm final : public PeerGemm {
  public:
@@ -27,7 +25,8 @@ class EigenGemm final : public PeerGemm {
 };
 #endif
 
-// The matmul peers linked in (and able to run on this CPU), by benchmark name.
+}  // namespace
+
 std::vector<std::pair<std::string, GemmFactory>> gemm_peers() {
   std::vector<std::pair<std::string, GemmFactory>> peers;
 #if defined(ATTN_BENCH_HAVE_OPENBLAS)
@@ -46,6 +45,8 @@ std::vector<std::pair<std::string, GemmFactory>> gemm_peers() {
 #endif
   return peers;
 }
+
+namespace {
 
 void register_gemm(const std::string& peer, const GemmFactory& make, const MatmulShape& shape,
                    int threads) {

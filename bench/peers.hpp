@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace attn_bench {
 
@@ -27,6 +30,10 @@ class PeerGemm {
   // Which of the library's kernels runs, when it says (for the benchmark's label).
   virtual std::string label() const { return {}; }
 };
+
+using GemmFactory = std::function<std::unique_ptr<PeerGemm>()>;
+// The matmul peers linked in (and able to run on this CPU), by benchmark name.
+std::vector<std::pair<std::string, GemmFactory>> gemm_peers();
 
 #if defined(ATTN_BENCH_HAVE_OPENBLAS)
 std::unique_ptr<PeerGemm> make_openblas_gemm();

@@ -1,0 +1,161 @@
+// attn-bench --alternate: ours and each matmul peer on one shape, in alternating batches of calls
+// within one process (ours, peer 1, ours, peer 2, ...), so that every ratio compares batches
+// seconds apart. On a shared, drifting host this resolves differences of a few percent that
+// separate benchmark runs, or Google Benchmark's repetitions, blur (see bench/vs-peers).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench.hpp"
+#include "peers.hpp"
+
+namespace attn_bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// "matmul:M,N,K" or "matmul_nt:M,N,K", then optionally ":THREADS".
+bool parse_spec(const std::string& spec, MatmulShape* shape, int* threads) {
+  const std::size_t colon = spec.find(':');
+  if (colon == std::string::npos) return false;
+  const std::string routine = spec.substr(0, colon);
+  if (routine != "matmul" && routine != "matmul_nt") return false;
+  unsigned long m = 0, n = 0, k = 0;
+  int t = 1, used = 0;
+  const std::string rest = spec.substr(colon + 1);
+  const int got = std::sscanf(rest.c_str(), "%lu,%lu,%lu%n:%d", &m, &n, &k, &used, &t);
+  if (got < 3 || m == 0 || n == 0 || k == 0 || t < 1) return false;
+  if (got == 3 && static_cast<std::size_t>(used) != rest.size()) return false;
+  *shape = MatmulShape{
+      routine == "matmul" ? "matmul" : "matmul_nt", m, n, k, routine == "matmul_nt", one};
+  *threads = t;
+  return true;
+}
+
+struct Contender {
+  Contender(std::string n, std::function<void()> f) : name(std::move(n)), run(std::move(f)) {}
+  std::string name;
+  std::function<void()> run;
+  std::vector<double> seconds;  // per call, one entry per batch
+  std::vector<double> ratios;   // this batch's time over the adjacent batch of ours (peers)
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[static_cast<std::size_t>(q * double(v.size() - 1) + 0.5)];
+}
+
+double time_batch(Contender& c, int calls) {
+  const auto t0 = Clock::now();
+  for (int i = 0; i < calls; ++i)
+    c.run();
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count() / calls;
+  c.seconds.push_back(s);
+  return s;
+}
+
+}  // namespace
+
+int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
+  MatmulShape shape;
+  int threads = 1;
+  if (!parse_spec(spec, &shape, &threads) || pairs < 1) {
+    std::fprintf(stderr,
+                 "attn-bench: --alternate takes matmul:M,N,K or matmul_nt:M,N,K, optionally "
+                 "followed by :THREADS (got \"%s\"), and --pairs a positive count\n",
+                 spec.c_str());
+    return 2;
+  }
+  const std::size_t m = shape.m, n = shape.n, k = shape.k;
+  // The benchmarks' data (bench_ours.cpp and bench_peers.cpp use the same seeds).
+  const auto& a = random_vec(m * k, -1, 1, 1);
+  const auto& b = random_vec(k * n, -1, 1, 2);
+  std::vector<float> c_ours(m * n), c_peer(m * n);
+
+  attn::Context ctx;
+  if (!ctx.set_isa(isa).ok() || !ctx.set_num_threads(threads).ok()) {
+    std::fprintf(stderr, "attn-bench: cannot run %s on %d threads\n", attn::isa_name(isa), threads);
+    return 1;
+  }
+  const attn::MatrixView<const float> av{a.data(), m, k, k};
+  const attn::MatrixView<const float> bv = shape.trans_b
+                                               ? attn::MatrixView<const float>{b.data(), n, k, k}
+                                               : attn::MatrixView<const float>{b.data(), k, n, n};
+  const attn::Transpose tb = shape.trans_b ? attn::Transpose::yes : attn::Transpose::no;
+  std::vector<Contender> all;
+  all.emplace_back(std::string("ours ") + attn::isa_name(isa), [&] {
+    (void)attn::matmul(ctx, av, attn::Transpose::no, bv, tb, {c_ours.data(), m, n, n});
+  });
+  GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.trans_b = shape.trans_b;
+  p.a = a.data();
+  p.b = b.data();
+  p.c = c_peer.data();
+  std::vector<std::unique_ptr<PeerGemm>> peers;
+  for (const auto& [name, make] : gemm_peers()) {
+    auto peer = make();
+    const std::string error = peer->prepare(p, threads);
+    if (!error.empty()) {
+      std::printf("%s: not run (%s)\n", name.c_str(), error.c_str());
+      continue;
+    }
+    PeerGemm* raw = peer.get();
+    peers.push_back(std::move(peer));
+    all.emplace_back(name, [raw] { raw->run(); });
+  }
+  // Every contender's result is checked once, as the benchmarks check theirs.
+  for (auto& x : all) {
+    x.run();
+    const std::string wrong = check_matmul(
+        shape, a.data(), b.data(), x.name.rfind("ours", 0) == 0 ? c_ours.data() : c_peer.data());
+    if (!wrong.empty()) {
+      std::fprintf(stderr, "attn-bench: %s: %s\n", x.name.c_str(), wrong.c_str());
+      return 1;
+    }
+  }
+  // Batches of about 20 ms of ours.
+  Contender& ours = all[0];
+  double once = time_batch(ours, 1);
+  const int calls = std::max(1, static_cast<int>(0.02 / std::max(once, 1e-9)));
+  ours.seconds.clear();
+  for (int pair = 0; pair < pairs; ++pair) {
+    for (std::size_t i = 1; i < all.size(); ++i) {
+      const double mine = time_batch(ours, calls);
+      all[i].ratios.push_back(time_batch(all[i], calls) / mine);
+    }
+  }
+  const double flop = 2.0 * double(m) * double(n) * double(k);
+  std::printf("%s %zux%zux%zu, %d thread(s), %d pairs of %d calls per peer:\n", shape.routine, m, n,
+              k, threads, pairs, calls);
+  std::printf("%-16s %14s %10s  %-34s %s\n", "", "time (median)", "GFLOP/s",
+              "ours/peer speed: median (quartiles)", "ours faster");
+  for (const auto& x : all) {
+    const double t = median(x.seconds);
+    std::printf("%-16s %11.4g us %10.1f", x.name.c_str(), t * 1e6, flop / t * 1e-9);
+    if (!x.ratios.empty()) {
+      const auto wins =
+          std::count_if(x.ratios.begin(), x.ratios.end(), [](double r) { return r > 1.0; });
+      char ratio[64];
+      std::snprintf(ratio, sizeof ratio, "%.3fx (%.3f-%.3f)", median(x.ratios),
+                    quantile(x.ratios, 0.25), quantile(x.ratios, 0.75));
+      std::printf("  %-34s %ld of %zu", ratio, static_cast<long>(wins), x.ratios.size());
+    }
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace attn_bench
