@@ -254,14 +254,15 @@ TEST_CASE("matmul: the wide tile's B on and off cache-line boundaries", "[matmul
 
 TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[matmul]") {
   // On AVX-512 where L2 does not feed in-place B reads (Intel: CpuInfo::l2_feeds_in_place_b), a
-  // row-major A with m >= 64, n > 64, k <= 1024, B between L1 and half of L2 and A within half
-  // of L2 takes GemmPath::wide_panels (matmul/gemm.cpp): op(B) packed into 64-column panels, the
-  // 6 x 64 tile's assembly loop on A's rows in place. Other CPUs and ISAs run these shapes on
-  // their usual paths. B is at least 52 KiB in each case (over a 48 KiB L1). Last row blocks of
-  // 4, 5, 2, 1, 4, 4 and 5 rows; last panels of 5, 2, 0, 1, 36, 40 and 16 columns; k < 32 (the
-  // loop's tail alone), 33 (one step before the tail), 100, 520 (groups of 8); alpha 1 with beta
-  // 0 or 1 (C written from the registers), other alpha and beta (through store_tile); strides
-  // past the row; threads 1, 2 and 3 bit-identical.
+  // row-major A with m >= 64, n > 64, k <= 1024, B between L1 and half of L2 (or within L1 with n
+  // a multiple of 64), A within half of L2 and C within L2 takes GemmPath::wide_panels
+  // (matmul/gemm.cpp): op(B) packed into 64-column panels, the 6 x 64 tile's assembly loop on
+  // A's rows in place. Other CPUs and ISAs run these shapes on their usual paths. B is at least
+  // 52 KiB in the first 7 cases (over a 48 KiB L1), 16-32 KiB in the last 2. Last row blocks of
+  // 4, 5, 2, 1, 4, 4, 5, 4 and 1 rows; last panels of 5, 2, 0, 1, 36, 40, 16, 0 and 0 columns;
+  // k < 32 (the loop's tail alone), 32, 33 (one step before the tail), 100, 520 (groups of 8);
+  // alpha 1 with beta 0 or 1 (C written from the registers), other alpha and beta (through
+  // store_tile); strides past the row; threads 1, 2 and 3 bit-identical.
   const Case cases[] = {
       {64, 197, 67, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
       {131, 130, 100, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
@@ -270,6 +271,8 @@ TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[mat
       {70, 100, 130, Transpose::no, Transpose::yes, 0.0f, 1.0f, 2},
       {64, 1000, 13, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {65, 400, 33, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1},
+      {64, 128, 32, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+      {133, 128, 64, Transpose::no, Transpose::yes, -0.5f, 1.0f, 2},
   };
   for (attn::Isa isa : attn_test::test_isas()) {
     for (const Case& cs : cases) {
