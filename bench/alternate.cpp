@@ -96,14 +96,7 @@ int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
   all.emplace_back(std::string("ours ") + attn::isa_name(isa), [&] {
     (void)attn::matmul(ctx, av, attn::Transpose::no, bv, tb, {c_ours.data(), m, n, n});
   });
-  GemmProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.trans_b = shape.trans_b;
-  p.a = a.data();
-  p.b = b.data();
-  p.c = c_peer.data();
+  const GemmProblem p{m, n, k, shape.trans_b, a.data(), b.data(), c_peer.data()};
   std::vector<std::unique_ptr<PeerGemm>> peers;
   for (const auto& [name, make] : gemm_peers()) {
     auto peer = make();

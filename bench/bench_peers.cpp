@@ -63,14 +63,7 @@ void register_gemm(const std::string& peer, const GemmFactory& make, const Matmu
     const auto& a = random_vec(m * k, -1, 1, 1);
     const auto& b = random_vec(k * n, -1, 1, 2);
     std::vector<float> c(m * n);
-    GemmProblem p;
-    p.m = m;
-    p.n = n;
-    p.k = k;
-    p.trans_b = shape.trans_b;
-    p.a = a.data();
-    p.b = b.data();
-    p.c = c.data();
+    const GemmProblem p{m, n, k, shape.trans_b, a.data(), b.data(), c.data()};
     const auto gemm = make();
     const std::string error = gemm->prepare(p, threads);
     if (!error.empty()) return state.SkipWithError(error.c_str());

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 
 #include "support/test_support.hpp"
 
@@ -87,6 +88,31 @@ void run_case(attn::Context& ctx, const Case& cs, attn_test::Rng& rng,
       attn::matmul(ctx, av, cs.ta, bv, cs.tb, {c.data(), cs.m, cs.n, ldc}, cs.alpha, cs.beta).ok());
   check_result(cs, av, bv, c0, c);
   if (result) *result = c;
+}
+
+// Each case on every ISA with each of `threads` (the same inputs each time, from `seed`): within
+// the reference's tolerance (run_case), and bit-identical to the first thread count.
+template <std::size_t N>
+void run_across_threads(const Case (&cases)[N], std::initializer_list<int> threads,
+                        std::uint32_t seed) {
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (const Case& cs : cases) {
+      std::vector<float> first;
+      for (int t : threads) {
+        attn::Context ctx = attn_test::make_context(isa, t);
+        attn_test::Rng rng(seed);
+        INFO("isa " << attn::isa_name(isa) << " threads " << t << " m " << cs.m << " n " << cs.n
+                    << " k " << cs.k << " alpha " << cs.alpha << " beta " << cs.beta);
+        std::vector<float> c;
+        run_case(ctx, cs, rng, &c);
+        if (first.empty()) {
+          first = c;
+        } else {
+          CHECK(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -186,24 +212,7 @@ TEST_CASE("matmul: a row-major B one packed tile wide (the no-packing wide tile)
       {70, 64, 1024, Transpose::no, Transpose::no, 1.0f, 0.0f, 5},
       {131, 64, 300, Transpose::no, Transpose::no, -0.5f, 0.5f, 2},
   };
-  for (attn::Isa isa : attn_test::test_isas()) {
-    for (const Case& cs : cases) {
-      std::vector<float> one;
-      for (int threads : {1, 3}) {
-        attn::Context ctx = attn_test::make_context(isa, threads);
-        attn_test::Rng rng(17);
-        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " m " << cs.m << " k "
-                    << cs.k << " alpha " << cs.alpha << " beta " << cs.beta);
-        std::vector<float> c;
-        run_case(ctx, cs, rng, &c);
-        if (threads == 1) {
-          one = c;
-        } else {
-          CHECK(std::memcmp(c.data(), one.data(), c.size() * sizeof(float)) == 0);
-        }
-      }
-    }
-  }
+  run_across_threads(cases, {1, 3}, 17);
 }
 
 TEST_CASE("matmul: the wide tile's B on and off cache-line boundaries", "[matmul]") {
@@ -274,24 +283,7 @@ TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[mat
       {64, 128, 32, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {133, 128, 64, Transpose::no, Transpose::yes, -0.5f, 1.0f, 2},
   };
-  for (attn::Isa isa : attn_test::test_isas()) {
-    for (const Case& cs : cases) {
-      std::vector<float> one;
-      for (int threads : {1, 2, 3}) {
-        attn::Context ctx = attn_test::make_context(isa, threads);
-        attn_test::Rng rng(29);
-        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " m " << cs.m << " n "
-                    << cs.n << " k " << cs.k << " alpha " << cs.alpha << " beta " << cs.beta);
-        std::vector<float> c;
-        run_case(ctx, cs, rng, &c);
-        if (threads == 1) {
-          one = c;
-        } else {
-          CHECK(std::memcmp(c.data(), one.data(), c.size() * sizeof(float)) == 0);
-        }
-      }
-    }
-  }
+  run_across_threads(cases, {1, 2, 3}, 29);
 }
 
 TEST_CASE("matmul with k == 0 scales c by beta", "[matmul]") {
@@ -309,29 +301,14 @@ TEST_CASE("matmul with k == 0 scales c by beta", "[matmul]") {
 }
 
 TEST_CASE("matmul is bit-identical for any thread count", "[matmul][threads]") {
-  // The no-packing path (B^T; 203 rows take the packed path where L2 does not feed the
-  // no-packing kernels, see matmul/gemm.cpp's use_direct; 61 rows take it on every CPU), and
-  // k > 1024: the packed path, rows split among the threads.
+  // The no-packing path (B^T; where L2 does not feed the no-packing kernels 203 rows have B
+  // packed instead, into the wide tile's panels on AVX-512 and by the Goto path elsewhere: see
+  // gemm_path in matmul/gemm.cpp; 61 rows take it on every CPU), and k > 1024: the Goto path,
+  // rows split among the threads.
   const Case cases[] = {{203, 77, 300, Transpose::no, Transpose::yes, 1.0f, 0.5f, 1},
                         {61, 77, 300, Transpose::no, Transpose::yes, -0.5f, 0.5f, 2},
                         {203, 77, 1100, Transpose::no, Transpose::no, 1.0f, 0.5f, 0}};
-  for (attn::Isa isa : attn_test::test_isas()) {
-    for (const Case& cs : cases) {
-      std::vector<float> one;
-      for (int threads : {1, 2, 3}) {
-        attn::Context ctx = attn_test::make_context(isa, threads);
-        attn_test::Rng rng(5);
-        std::vector<float> c;
-        run_case(ctx, cs, rng, &c);
-        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " k " << cs.k);
-        if (threads == 1) {
-          one = c;
-        } else {
-          CHECK(std::memcmp(c.data(), one.data(), c.size() * sizeof(float)) == 0);
-        }
-      }
-    }
-  }
+  run_across_threads(cases, {1, 2, 3}, 5);
 }
 
 TEST_CASE("matmul: a zero result has the reference's sign (alpha >= 0, beta = 0)", "[matmul]") {

@@ -16,7 +16,7 @@ struct CpuInfo {
   std::size_t l3_bytes = 8 * 1024 * 1024;
   // Whether the no-packing GEMM kernels, which read a B of up to half of L2 in place (rows ldb
   // apart), run at the packed kernel's rate when B is larger than L1 (matmul/gemm.cpp,
-  // use_direct). Measured per vendor: AMD Zen 5 yes (AVX-512 256^3 at 93% of the FMA probe, level
+  // gemm_path). Measured per vendor: AMD Zen 5 yes (AVX-512 256^3 at 93% of the FMA probe, level
   // with oneDNN); an Intel Xeon with AVX-512 and AMX (KVM guest, family 6 model 167, 48 KiB L1d,
   // 2 MiB L2) no: packing made 256^3 0.90x and A*B^T 512 x 512 x 64 0.94x the time on AVX-512,
   // 0.90x and 0.975x on AVX2 (bench/ab, 4 rounds). Other Intel CPUs are taken to be alike; CPUs

@@ -250,7 +250,7 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
         GemmShape sc = s;
         sc.k = std::min(chunk, s.k - pc);
         GemmOperand ac = a;
-        ac.data = a.data + pc;  // a.cs == 1 (use_direct)
+        ac.data = a.data + pc;  // a.cs == 1 (gemm_path)
         const float* bc = b.data + pc * ldb;
         std::size_t ldbc = ldb;
         if (!in_place) {

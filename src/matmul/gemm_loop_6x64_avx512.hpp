@@ -114,6 +114,36 @@ namespace ATTN_ISA_NS {
   ATTN_L6_STORE(15) ATTN_L6_STORE(16) ATTN_L6_STORE(17) ATTN_L6_STORE(18) ATTN_L6_STORE(19)     \
   ATTN_L6_STORE(20) ATTN_L6_STORE(21) ATTN_L6_STORE(22) ATTN_L6_STORE(23)                       \
   "11:\n\t"
+// The accumulators set to -0, then the loop over `groups` groups of 8 steps (label 1), whose
+// body follows: the steps and their pointer increments.
+#define ATTN_L6_START                     \
+  ATTN_L6_ZERO                            \
+  "test %[groups], %[groups]\n\t"         \
+  "jz 2f\n\t"                             \
+  ".p2align 6\n\t"                        \
+  "1:\n\t"
+// The end of the groups' loop, then `rest` single steps, the C prefetch, `tail` single steps,
+// the write. one_step: one k step and its pointer increments.
+#define ATTN_L6_FINISH(one_step)          \
+  "dec %[groups]\n\t"                     \
+  "jnz 1b\n\t"                            \
+  "2:\n\t"                                \
+  "test %[rest], %[rest]\n\t"             \
+  "jz 4f\n\t"                             \
+  "3:\n\t"                                \
+  one_step                                \
+  "dec %[rest]\n\t"                       \
+  "jnz 3b\n\t"                            \
+  "4:\n\t"                                \
+  ATTN_L6_PREFETCH_C                      \
+  "test %[tail], %[tail]\n\t"             \
+  "jz 8f\n\t"                             \
+  "7:\n\t"                                \
+  one_step                                \
+  "dec %[tail]\n\t"                       \
+  "jnz 7b\n\t"                            \
+  "8:\n\t"                                \
+  ATTN_L6_WRITE
 #define ATTN_L6_CLOBBERS                                                                       \
   "cc", "memory", "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", \
       "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", "zmm19",   \
@@ -138,11 +168,7 @@ inline void gemm_loop_6x64(const float* a, const float* b, std::size_t groups, s
   static const float kNegZero = -0.0f;
   // clang-format off
   asm volatile(
-      ATTN_L6_ZERO
-      "test %[groups], %[groups]\n\t"
-      "jz 2f\n\t"
-      ".p2align 6\n\t"
-      "1:\n\t"
+      ATTN_L6_START
       "prefetcht1 (%[pf])\n\t"
       ATTN_L6_STEP(0) ATTN_L6_STEP(1) ATTN_L6_STEP(2) ATTN_L6_STEP(3)
       ATTN_L6_STEP(4) ATTN_L6_STEP(5) ATTN_L6_STEP(6) ATTN_L6_STEP(7)
@@ -151,29 +177,7 @@ inline void gemm_loop_6x64(const float* a, const float* b, std::size_t groups, s
       "cmova %[pf_last], %[pf]\n\t"
       "add $192, %[a]\n\t"
       "add $2048, %[b]\n\t"
-      "dec %[groups]\n\t"
-      "jnz 1b\n\t"
-      "2:\n\t"
-      "test %[rest], %[rest]\n\t"
-      "jz 4f\n\t"
-      "3:\n\t"
-      ATTN_L6_STEP(0)
-      "add $24, %[a]\n\t"
-      "add $256, %[b]\n\t"
-      "dec %[rest]\n\t"
-      "jnz 3b\n\t"
-      "4:\n\t"
-      ATTN_L6_PREFETCH_C
-      "test %[tail], %[tail]\n\t"
-      "jz 8f\n\t"
-      "7:\n\t"
-      ATTN_L6_STEP(0)
-      "add $24, %[a]\n\t"
-      "add $256, %[b]\n\t"
-      "dec %[tail]\n\t"
-      "jnz 7b\n\t"
-      "8:\n\t"
-      ATTN_L6_WRITE
+      ATTN_L6_FINISH(ATTN_L6_STEP(0) "add $24, %[a]\n\t" "add $256, %[b]\n\t")
       : [a] "+r"(a), [b] "+r"(b), [groups] "+r"(groups), [rest] "+r"(rest), [tail] "+r"(tail),
         [pf] "+r"(pf), [c] "+r"(c), [c_rows] "+r"(c_rows), [dst] "+r"(dst)
       : [pf_last] "r"(pf_last), [ldc_bytes] "r"(ldc_bytes), [mode] "r"(mode), [negz] "m"(kNegZero)
@@ -193,41 +197,14 @@ inline void gemm_loop_6x64_rows(const float* a0, std::size_t lda_bytes, const fl
       reinterpret_cast<const float*>(reinterpret_cast<const char*>(a0) + 3 * lda_bytes);
   // clang-format off
   asm volatile(
-      ATTN_L6_ZERO
-      "test %[groups], %[groups]\n\t"
-      "jz 2f\n\t"
-      ".p2align 6\n\t"
-      "1:\n\t"
+      ATTN_L6_START
       ATTN_L6_STEP_ROWS(0) ATTN_L6_STEP_ROWS(1) ATTN_L6_STEP_ROWS(2) ATTN_L6_STEP_ROWS(3)
       ATTN_L6_STEP_ROWS(4) ATTN_L6_STEP_ROWS(5) ATTN_L6_STEP_ROWS(6) ATTN_L6_STEP_ROWS(7)
       "add $32, %[a0]\n\t"
       "add $32, %[a3]\n\t"
       "add $2048, %[b]\n\t"
-      "dec %[groups]\n\t"
-      "jnz 1b\n\t"
-      "2:\n\t"
-      "test %[rest], %[rest]\n\t"
-      "jz 4f\n\t"
-      "3:\n\t"
-      ATTN_L6_STEP_ROWS(0)
-      "add $4, %[a0]\n\t"
-      "add $4, %[a3]\n\t"
-      "add $256, %[b]\n\t"
-      "dec %[rest]\n\t"
-      "jnz 3b\n\t"
-      "4:\n\t"
-      ATTN_L6_PREFETCH_C
-      "test %[tail], %[tail]\n\t"
-      "jz 8f\n\t"
-      "7:\n\t"
-      ATTN_L6_STEP_ROWS(0)
-      "add $4, %[a0]\n\t"
-      "add $4, %[a3]\n\t"
-      "add $256, %[b]\n\t"
-      "dec %[tail]\n\t"
-      "jnz 7b\n\t"
-      "8:\n\t"
-      ATTN_L6_WRITE
+      ATTN_L6_FINISH(ATTN_L6_STEP_ROWS(0)
+                     "add $4, %[a0]\n\t" "add $4, %[a3]\n\t" "add $256, %[b]\n\t")
       : [a0] "+r"(a0), [a3] "+r"(a3), [b] "+r"(b), [groups] "+r"(groups), [rest] "+r"(rest),
         [tail] "+r"(tail), [c] "+r"(c), [c_rows] "+r"(c_rows), [dst] "+r"(dst)
       : [lda_bytes] "r"(lda_bytes), [ldc_bytes] "r"(ldc_bytes), [mode] "r"(mode),
@@ -237,6 +214,8 @@ inline void gemm_loop_6x64_rows(const float* a0, std::size_t lda_bytes, const fl
 }
 
 #undef ATTN_L6_CLOBBERS
+#undef ATTN_L6_FINISH
+#undef ATTN_L6_START
 #undef ATTN_L6_WRITE
 #undef ATTN_L6_C_ADD
 #undef ATTN_L6_C_SET
