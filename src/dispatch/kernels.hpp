@@ -162,10 +162,13 @@ struct Kernels {
   PackKtKernel gemm_direct_pack_b_cols;
   // The packed GEMM's own tile (gemm_direct_wide_mr x gemm_nr) reading a row-major A and B in
   // place, where it is wider than gemm_direct_nr; nullptr (and 0) where the ISA has none. Unlike
-  // gemm_direct it takes any m, in blocks of gemm_direct_wide_mr rows. See use_direct_wide and
-  // GemmPath::wide_panels in matmul/gemm.cpp for the products it serves.
+  // gemm_direct it takes any m, in blocks of gemm_direct_wide_mr rows. See use_direct_wide in
+  // matmul/gemm.cpp for the products it serves.
   std::size_t gemm_direct_wide_mr;
   GemmDirectKernel gemm_direct_wide;
+  // The same tile on one packed NR-wide panel of B (ldb == gemm_nr) for GemmPath::wide_panels,
+  // where the ISA has a k loop for A's rows in place that pays there (AVX-512); else nullptr.
+  GemmDirectKernel gemm_wide_panel;
 
   // The fused attention's register tile, which may differ from the GEMM's (the GEMM's widest
   // tile would pad a head dimension of 80 to 128): S = scale * Q K^T by attention_scores (a

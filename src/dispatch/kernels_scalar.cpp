@@ -34,6 +34,7 @@ const Kernels kScalarKernels = {
     &scalar::pack_kt_4,
     0,
     nullptr,
+    nullptr,
     4,
     4,
     &scalar::gemm_kernel_4x4,

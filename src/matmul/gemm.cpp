@@ -149,7 +149,7 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a
   }
   const std::size_t a_bytes = s.m * s.k * sizeof(float), c_bytes = s.m * s.n * sizeof(float);
   const bool wide =
-      kern.gemm_direct_wide != nullptr && a_bytes <= cpu.l2_bytes / 2 && c_bytes <= cpu.l2_bytes;
+      kern.gemm_wide_panel != nullptr && a_bytes <= cpu.l2_bytes / 2 && c_bytes <= cpu.l2_bytes;
   if (b_bytes <= cpu.l1d_bytes) {
     return wide && s.n % kern.gemm_nr == 0 ? GemmPath::wide_panels : GemmPath::direct;
   }
@@ -159,8 +159,8 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a
 // One no-packing tile: C rows [i0, i0 + rows) x columns [j0, j0 + NR) (cut at n), B's column j0
 // at bj with row stride ldb; a last panel at most one vector wide takes the narrow kernel, and
 // `wide` the wide tile (NR = gemm_nr, see use_direct_wide), which takes any number of rows: one
-// call per run of row blocks, not per block (A B^T 512 x 512 x 64 and A B 256^3 through
-// gemm_wide_panels 0.98x the time, 512 x 64 x 512 0.99x; bench/ab-lib, 21 pairs).
+// call per run of row blocks, not per block (512 x 64 x 512 0.99x the time, and 0.98x for
+// gemm_wide_panels' panel calls at A B^T 512 x 512 x 64 and 256^3; bench/ab-lib, 21 pairs).
 void direct_tile(const Kernels& kern, bool wide, const GemmShape& s, float alpha,
                  const GemmOperand& a, std::size_t i0, std::size_t rows, const float* bj,
                  std::size_t ldb, std::size_t j0, float beta, float* c, std::size_t ldc,
@@ -278,7 +278,7 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
 // pack a share each; panel j0 / NR at panels + j0 * k, row stride NR), then each thread takes its
 // row blocks of MR_wide rows against one panel after another, reading A in place. With A and B
 // in L2, a panel (k x 64 floats, 16 KiB at k = 64) stays in L1 while A's rows stream from L2,
-// and the tile runs the packed tile's assembly loop (gemm_direct_wide with ldb == NR) without
+// and the tile runs the packed tile's assembly loop (Kernels::gemm_wide_panel) without
 // A's packing and the Goto path's KC passes, which these sizes do not need. Intel Xeon of the
 // README, against the Goto path (bench/ab-lib, 21 pairs; outputs bit-identical): A B^T
 // 512 x 512 x 64 0.977x the time (2 threads 0.948x), 512 x 512 x 128 0.986x, 64 x 512 x 64
@@ -310,8 +310,11 @@ void gemm_wide_panels(const Kernels& kern, int threads, const GemmShape& s, floa
     static_range(blocks, t, nt, &begin, &end);
     if (begin == end) return;
     const std::size_t i0 = begin * mr, rows = std::min(end * mr, s.m) - i0;
-    for (std::size_t j0 = 0; j0 < s.n; j0 += nr)
-      direct_tile(kern, true, s, alpha, a, i0, rows, panels + j0 * s.k, nr, j0, beta, c, ldc, bias);
+    for (std::size_t j0 = 0; j0 < s.n; j0 += nr) {
+      kern.gemm_wide_panel(s.k, a.data + i0 * a.rs, a.rs, panels + j0 * s.k, nr, c + i0 * ldc + j0,
+                           ldc, alpha, beta, rows, std::min(nr, s.n - j0),
+                           bias ? bias + j0 : nullptr);
+    }
   });
 }
 

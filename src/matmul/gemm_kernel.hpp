@@ -415,15 +415,15 @@ struct gemm_direct_by_rows {
   }
 };
 
-// The wide no-packing tile (gemm_direct_wide) over m rows, MR at a time: gemm_direct_by_rows,
-// but a whole 6 x 64 AVX-512 tile whose B rows are contiguous (ldb == 64: a packed panel, a
-// copied chunk, or a row-major B 64 floats wide) runs gemm_loop_6x64_rows, the packed tile's
-// assembly loop with A's rows read in place (the same sums, bit for bit). Intel Xeon of the
-// README: with the intrinsics tile, GemmPath::wide_panels ran level with the Goto path (A B^T
-// 512 x 512 x 64, a harness alternating both, 41 pairs: 1.00x), with this loop 0.96x; the wide
-// tile's own products against the intrinsics tile (bench/ab-lib, 21-41 pairs): 128 x 64 x 512
-// 0.947x the time, 512 x 64 x 512 1.000x, 64 x 64 x 256 1.007x.
-template <int MR, int NV, int SMALL>
+// The wide tile over m rows, MR at a time: gemm_direct_by_rows, but with LOOP a whole 6 x 64
+// AVX-512 tile whose B rows are contiguous (ldb == 64: a packed panel) runs gemm_loop_6x64_rows,
+// the packed tile's assembly loop with A's rows read in place (the same sums, bit for bit).
+// Intel Xeon of the README, bench/ab-lib (21 pairs), the intrinsics tile against this loop:
+// over GemmPath::wide_panels' panels A B^T 512 x 512 x 64 1.028x the time, 256^3 1.038x; but in
+// the wide no-packing path (k in chunks of 128, B in place or copied) 128 x 64 x 512 0.948x,
+// 512 x 64 x 512 1.004x, 64 x 64 x 256 and 256 x 64 x 256 0.995x, so that path (gemm_direct_wide)
+// keeps the intrinsics and only gemm_wide_panel takes the loop.
+template <int MR, int NV, int SMALL, bool LOOP>
 struct gemm_direct_wide_by_rows {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, std::size_t lda, const float* b,
@@ -431,7 +431,7 @@ struct gemm_direct_wide_by_rows {
                   std::size_t m, std::size_t n, const float* bias) const {
     std::size_t i0 = 0;
 #if defined(ATTN_GEMM_LOOP_6X64)
-    if constexpr (MR == 6 && NV == 4) {
+    if constexpr (LOOP && MR == 6 && NV == 4) {
       constexpr std::size_t NR = NV * lanes<A>;
       if (n == NR && ldb == NR) {
         const std::size_t tail = k < kCTailSteps ? k : kCTailSteps, body = k - tail;

@@ -51,7 +51,10 @@ namespace avx512 {
 void gemm_direct_wide(std::size_t k, const float* a, std::size_t lda, const float* b,
                       std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
                       std::size_t m, std::size_t n, const float* bias);
-}
+void gemm_wide_panel(std::size_t k, const float* a, std::size_t lda, const float* b,
+                     std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
+                     std::size_t m, std::size_t n, const float* bias);
+}  // namespace avx512
 ATTN_DECLARE_GEMM_TILE(avx512, gemm_kernel_14x32, gemm_pack_a_14, gemm_pack_a_cols_14,
                        gemm_pack_b_rows_32, gemm_pack_b_cols_32)
 ATTN_DECLARE_GEMM_DIRECT(avx512)

@@ -187,7 +187,7 @@ inline void gemm_loop_6x64(const float* a, const float* b, std::size_t groups, s
 
 // gemm_loop_6x64 on A rows in place: a[6p + i] above becomes row i's value p, at a0 + i * lda
 // floats + p (lda_bytes = 4 lda), and there is no L2 hint. b: contiguous rows of 64 floats (a
-// packed panel, or a row-major B whose rows are 64 floats apart). For gemm_direct_wide.
+// packed panel, or a row-major B whose rows are 64 floats apart). For gemm_wide_panel.
 inline void gemm_loop_6x64_rows(const float* a0, std::size_t lda_bytes, const float* b,
                                 std::size_t groups, std::size_t rest, std::size_t tail,
                                 const float* c, std::size_t ldc_bytes, std::size_t c_rows,
