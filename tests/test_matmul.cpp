@@ -286,6 +286,25 @@ TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[mat
   run_across_threads(cases, {1, 2, 3}, 29);
 }
 
+TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[matmul]") {
+  // Where all of op(A)'s rows, packed for one KC block, fit in a quarter of L2 and the packed
+  // KC x NC panel of B would not fit in half of it (GemmPath::streamed, matmul/gemm.cpp), each
+  // thread packs op(A) whole and B one NR-wide sliver at a time, running every row panel over
+  // each sliver; the threads split the column panels. n >= 2100 makes the panel larger than
+  // 1 MiB on every ISA's KC (128 on SSE2); on a CPU with a larger L2 these shapes run the Goto
+  // path instead. One row (a decoding step's projection) to 31; k of 1030 and 1100 take two KC
+  // passes on AVX-512 (KC 1024 with 2 MiB of L2); last panels of 52, 0, 38, 54, 40 columns of 64
+  // (AVX-512); all four transposes; strides past the row; threads 1, 2 and 3 bit-identical.
+  const Case cases[] = {
+      {1, 2100, 1100, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+      {5, 2112, 1030, Transpose::yes, Transpose::no, -0.5f, 1.0f, 3},
+      {13, 2150, 300, Transpose::no, Transpose::yes, 1.0f, 1.0f, 1},
+      {31, 2102, 260, Transpose::no, Transpose::no, 2.0f, -0.5f, 0},
+      {7, 4200, 260, Transpose::yes, Transpose::yes, 1.0f, 0.0f, 2},
+  };
+  run_across_threads(cases, {1, 2, 3}, 31);
+}
+
 TEST_CASE("matmul with k == 0 scales c by beta", "[matmul]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx = attn_test::make_context(isa);

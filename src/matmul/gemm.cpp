@@ -26,14 +26,20 @@ int effective_threads(int threads, const GemmShape& s) {
   return 2.0 * double(s.m) * double(s.n) * double(s.k) < 2e6 ? 1 : threads;
 }
 
+// The table's KC on this CPU (GemmBlocking::kc_large_l2).
+std::size_t table_kc(const Kernels& kern) {
+  const GemmBlocking& blk = kern.gemm_blocking;
+  return blk.kc_large_l2 != 0 && cpu_info().l2_bytes >= GemmBlocking::kLargeL2Bytes
+             ? blk.kc_large_l2
+             : blk.kc;
+}
+
 Plan make_plan(const Kernels& kern, const GemmShape& s, int threads) {
   Plan p;
   p.mr = kern.gemm_mr;
   p.nr = kern.gemm_nr;
   const GemmBlocking& blk = kern.gemm_blocking;
-  const std::size_t kc = blk.kc_large_l2 != 0 && cpu_info().l2_bytes >= GemmBlocking::kLargeL2Bytes
-                             ? blk.kc_large_l2
-                             : blk.kc;
+  const std::size_t kc = table_kc(kern);
   p.kc = std::min(kc, std::max<std::size_t>(s.k, 1));
   // MC: at most the table's, and such that the row blocks split evenly among the threads (the
   // blocking never changes a result: each element of C is reduced over k in the same order).
@@ -137,13 +143,28 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
 constexpr std::size_t kMinPackedRows = 64;
 constexpr std::size_t kMaxInPlaceCols = 64;
 
-enum class GemmPath { direct, wide_panels, packed };
+enum class GemmPath { direct, wide_panels, packed, streamed };
+
+// GemmPath::streamed: few rows of A against a B whose packed KC x NC panel would not fit in
+// half of L2. The Goto loop packs that panel whole before any kernel call, so for few rows it
+// writes B out to L3 and reads it back for no reuse to speak of. Instead each thread packs all
+// of op(A)'s rows for a KC block once and then, one NR-wide sliver of B at a time, packs the
+// sliver into its own buffer (in L2) and runs every row panel over it at once; the threads
+// split the column panels. Taken when all of A's packed rows fit in a quarter of L2.
+bool use_streamed(const Kernels& kern, const GemmShape& s) {
+  const CpuInfo& cpu = cpu_info();
+  const std::size_t kc = std::min(table_kc(kern), s.k);
+  const std::size_t a_bytes = round_up(s.m, kern.gemm_mr) * kc * kern.gemm_a_copies * sizeof(float);
+  const std::size_t panel_bytes = kc * round_up(s.n, kern.gemm_nr) * sizeof(float);
+  return a_bytes <= cpu.l2_bytes / 4 && panel_bytes > cpu.l2_bytes / 2;
+}
 
 GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a) {
-  if (a.cs != 1 || s.k > 1024) return GemmPath::packed;
+  const GemmPath packed = use_streamed(kern, s) ? GemmPath::streamed : GemmPath::packed;
+  if (a.cs != 1 || s.k > 1024) return packed;
   const CpuInfo& cpu = cpu_info();
   const std::size_t b_bytes = s.k * s.n * sizeof(float);
-  if (b_bytes > cpu.l2_bytes / 2) return GemmPath::packed;
+  if (b_bytes > cpu.l2_bytes / 2) return packed;
   if (cpu.l2_feeds_in_place_b || s.m < kMinPackedRows || s.n <= kMaxInPlaceCols) {
     return GemmPath::direct;
   }
@@ -153,7 +174,7 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a
   if (b_bytes <= cpu.l1d_bytes) {
     return wide && s.n % kern.gemm_nr == 0 ? GemmPath::wide_panels : GemmPath::direct;
   }
-  return wide ? GemmPath::wide_panels : GemmPath::packed;
+  return wide ? GemmPath::wide_panels : packed;
 }
 
 // One no-packing tile: C rows [i0, i0 + rows) x columns [j0, j0 + NR) (cut at n), B's column j0
@@ -318,6 +339,43 @@ void gemm_wide_panels(const Kernels& kern, int threads, const GemmShape& s, floa
   });
 }
 
+// GemmPath::streamed (see use_streamed): per thread, op(A)'s rows packed for one KC block
+// (plan.a_floats with MC = all rows) and one sliver of B (KC x NR).
+std::size_t streamed_a_floats(const Plan& plan, const GemmShape& s) {
+  return round_up(round_up(s.m, plan.mr) * plan.kc * plan.copies, 16);
+}
+
+void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float alpha,
+                   const GemmOperand& a, const GemmOperand& b, float beta, float* c,
+                   std::size_t ldc, const float* bias, float* scratch) {
+  const Plan plan = make_plan(kern, s, 1);
+  const std::size_t a_floats = streamed_a_floats(plan, s);
+  const std::size_t sliver_floats = plan.kc * plan.nr;
+  const std::size_t n_panels = (s.n + plan.nr - 1) / plan.nr;
+  run_parallel(threads, [&](int t, int nt) {
+    float* a_buf = scratch + static_cast<std::size_t>(t) * (a_floats + sliver_floats);
+    float* sliver = a_buf + a_floats;
+    std::size_t pb, pe;
+    static_range(n_panels, t, nt, &pb, &pe);
+    if (pb == pe) return;
+    for (std::size_t pc = 0; pc < s.k; pc += plan.kc) {
+      const std::size_t kc = std::min(plan.kc, s.k - pc);
+      const float beta_pc = pc == 0 ? beta : 1.0f;
+      pack_a(kern, plan, a, 0, s.m, pc, kc, a_buf);
+      for (std::size_t jp = pb; jp < pe; ++jp) {
+        const std::size_t j0 = jp * plan.nr;
+        const std::size_t cols = std::min(plan.nr, s.n - j0);
+        pack_b(kern, plan, b, pc, kc, j0, s.n - j0, 0, 1, sliver);
+        for (std::size_t ir = 0; ir < s.m; ir += plan.mr) {
+          kern.gemm_ukernel(kc, a_buf + ir * kc * plan.copies, sliver, c + ir * ldc + j0, ldc,
+                            alpha, beta_pc, std::min(plan.mr, s.m - ir), cols,
+                            (pc == 0 && bias) ? bias + j0 : nullptr, L2Prefetch{});
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
@@ -334,6 +392,11 @@ std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape
                  : static_cast<std::size_t>(threads) * wide_b_floats(kern, shape) * sizeof(float);
     }
     return direct_packs_b(b) ? shape.k * round_up(shape.n, kern.gemm_direct_nr) * sizeof(float) : 0;
+  }
+  if (path == GemmPath::streamed) {
+    const Plan p = make_plan(kern, shape, 1);
+    return static_cast<std::size_t>(threads) * (streamed_a_floats(p, shape) + p.kc * p.nr) *
+           sizeof(float);
   }
   const Plan p = make_plan(kern, shape, threads);
   const std::size_t per_thread = p.a_floats * sizeof(float);
@@ -363,6 +426,10 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
   if (path == GemmPath::wide_panels) {
     gemm_wide_panels(kern, threads, s, alpha, a, b, beta, c, ldc, bias,
                      static_cast<float*>(scratch));
+    return;
+  }
+  if (path == GemmPath::streamed) {
+    gemm_streamed(kern, threads, s, alpha, a, b, beta, c, ldc, bias, static_cast<float*>(scratch));
     return;
   }
   const Plan plan = make_plan(kern, s, threads);
