@@ -287,7 +287,7 @@ TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[mat
 }
 
 TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[matmul]") {
-  // Where all of op(A)'s rows, packed for one KC block, fit in a quarter of L2 and the packed
+  // Where all of op(A)'s rows, packed for one KC block, fit in half of L2 and the packed
   // KC x NC panel of B would not fit in half of it (GemmPath::streamed, matmul/gemm.cpp), each
   // thread packs op(A) whole and B one NR-wide sliver at a time, running every row panel over
   // each sliver; the threads split the column panels. n >= 2100 makes the panel larger than
