@@ -89,6 +89,11 @@ inline constexpr MatmulShape kMatmulShapes[] = {
     {"matmul_nt", 512, 512, 64, true, q1},  // Q·Kᵀ of one 512-token head, d = 64
     {"matmul", 512, 64, 512, false, q1},    // P·V of the same head
     {"matmul", 6, 16, 64, false, q1},       // the seed's Q = X·Wq
+    // A 768-wide encoder's fused Q, K, V projection ([Wq | Wk | Wv], as self_attention's
+    // benchmark runs it) for 128 tokens, for 16, and for one token (a decoding step).
+    {"matmul", 128, 2304, 768, false, q1 | two},
+    {"matmul", 16, 2304, 768, false, one},
+    {"matmul", 1, 2304, 768, false, q1},
 };
 inline constexpr std::size_t kExpSize = 4096;  // floats: 16 KiB in, 16 KiB out, in L1
 inline constexpr float kExpLo = -80.0f, kExpHi = 80.0f;
