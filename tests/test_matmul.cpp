@@ -286,6 +286,27 @@ TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[mat
   run_across_threads(cases, {1, 2, 3}, 29);
 }
 
+TEST_CASE("matmul: up to 4 rows against a B read row after row", "[matmul]") {
+  // m <= 4 (Kernels::gemm_rows_max) with A and B row-major and n wider than one no-packing tile
+  // takes GemmPath::rows (matmul/gemm.cpp) on the SIMD ISAs: the rows kernel reads B row after row,
+  // 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes), then single rows
+  // for the rest of k, into blocks of 8192 / m columns (rounded down to 64) of scratch; the threads
+  // split the columns in runs of 64. Cases: k = 1 (no whole pass), 7 (a pass and 3 single rows),
+  // 1030; n not a multiple of any vector (33, 2100, 4250), and over one block (m = 1: 9000 columns,
+  // 2 blocks; m = 4: 4250, 3 blocks of 2048); every row count; alpha 1 with beta 0, alpha and beta
+  // other than 0 and 1; strides past the row; threads 1, 2 and 3 bit-identical. The scalar ISA and
+  // A^T or B^T take other paths.
+  const Case cases[] = {
+      {1, 9000, 7, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+      {2, 33, 1, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
+      {3, 2100, 1030, Transpose::no, Transpose::no, 1.0f, 0.0f, 1},
+      {4, 4250, 70, Transpose::no, Transpose::no, 2.0f, -0.5f, 2},
+      {4, 65, 300, Transpose::no, Transpose::no, 1.0f, 1.0f, 0},
+      {1, 100, 1, Transpose::no, Transpose::no, -0.5f, 0.0f, 5},
+  };
+  run_across_threads(cases, {1, 2, 3}, 37);
+}
+
 TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[matmul]") {
   // Where all of op(A)'s rows, packed for one KC block, fit in half of L2 and the packed
   // KC x NC panel of B would not fit in half of it (GemmPath::streamed, matmul/gemm.cpp), each

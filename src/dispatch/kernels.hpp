@@ -37,6 +37,15 @@ using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, floa
                              std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
                              const float* bias, const L2Prefetch& next);
 
+// The rows kernel: C[m x n] (m <= Kernels::gemm_rows_max) = alpha * A B + beta * C (+ bias, n
+// values added to every row) with A row-major (row stride lda) and B row-major (row stride
+// ldb), B read row after row (matmul/gemm_rows_kernel.hpp). acc holds m * block floats of
+// scratch; block is a multiple of the ISA's lanes. beta == 0: C is not read.
+using GemmRowsKernel = void (*)(std::size_t k, const float* a, std::size_t lda, const float* b,
+                                std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
+                                std::size_t m, std::size_t n, const float* bias, float* acc,
+                                std::size_t block);
+
 // The small-matrix micro-kernel (no packing): C[m x n] (m <= gemm_direct_mr, n <= gemm_direct_nr)
 // = alpha * A B + beta * C with A row-major (row stride lda) and B row-major (row stride ldb).
 using GemmDirectKernel = void (*)(std::size_t k, const float* a, std::size_t lda, const float* b,
@@ -169,6 +178,10 @@ struct Kernels {
   // The same tile on one packed NR-wide panel of B (ldb == gemm_nr) for GemmPath::wide_panels,
   // where the ISA has a k loop for A's rows in place that pays there (AVX-512); else nullptr.
   GemmDirectKernel gemm_wide_panel;
+  // At most gemm_rows_max rows against a row-major B read row after row (GemmPath::rows in
+  // matmul/gemm.cpp); nullptr (and 0) on the scalar table.
+  std::size_t gemm_rows_max;
+  GemmRowsKernel gemm_rows;
 
   // The fused attention's register tile, which may differ from the GEMM's (the GEMM's widest
   // tile would pad a head dimension of 80 to 128): S = scale * Q K^T by attention_scores (a

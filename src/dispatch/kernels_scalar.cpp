@@ -35,6 +35,8 @@ const Kernels kScalarKernels = {
     0,
     nullptr,
     nullptr,
+    0,
+    nullptr,
     4,
     4,
     &scalar::gemm_kernel_4x4,

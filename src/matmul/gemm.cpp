@@ -143,7 +143,7 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
 constexpr std::size_t kMinPackedRows = 64;
 constexpr std::size_t kMaxInPlaceCols = 64;
 
-enum class GemmPath { direct, wide_panels, packed, streamed };
+enum class GemmPath { direct, wide_panels, packed, streamed, rows };
 
 // GemmPath::streamed: few rows of A against a B whose packed KC x NC panel would not fit in
 // half of L2. The Goto loop packs that panel whole before any kernel call, so for few rows it
@@ -163,7 +163,32 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
   return a_bytes <= cpu.l2_bytes / 2 && panel_bytes > cpu.l2_bytes / 2;
 }
 
-GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a) {
+// GemmPath::rows: at most Kernels::gemm_rows_max rows of a row-major A against a row-major B
+// wider than one no-packing tile (a decoding step's projections), read row after row by the rows
+// kernel (matmul/gemm_rows_kernel.hpp) with the rows of C accumulating in kRowsAccFloats of
+// scratch per thread (32 KiB, in L1); the threads split the columns in runs of kRowsColumns.
+// Intel Xeon of the README, against the streamed and Goto paths (bench/ab-lib, 9 pairs, one and two
+// threads): AVX-512 1 x 2304 x 768 0.601x the time (2 threads 0.504x; against the Goto path
+// 0.33x), 4 x 2304 x 768 0.668x (0.577x), 1 x 768 x 3072 0.583x, 4 x 3072 x 768 0.502x; AVX2 and
+// SSE2 2 x 2304 x 768 0.25-0.30x, 4 x 2304 x 768 0.37-0.52x. Where B fits in L2, against the
+// no-packing tiles: 1 x 256 x 768 0.571x, 4 x 256 x 512 0.838x, 1 x 64 x 64 0.471x, 4 x 64 x 64
+// 0.955x, 2 x 48 x 300 0.833x, but 4 x 33 x 64 1.033x; within one such tile (n <= gemm_direct_nr)
+// the tile is faster (4 x 16 x 64 took 1.31x the time by rows), so those keep it. Not for more
+// rows: on one thread the 6- and 8-row kernels (2 rows of B per pass) ran at 0.84-0.88x the
+// streamed path's time, but on two threads, splitting the columns, at 1.45-1.81x (two processes of
+// one thread each ran at one thread's speed; no PMU in this guest to say why), and two threads of 3
+// and 4 rows each (splitting the rows, each reading all of B) level with the streamed path.
+constexpr std::size_t kRowsAccFloats = 8192;
+constexpr std::size_t kRowsColumns = 64;
+
+bool use_rows(const Kernels& kern, const GemmShape& s, const GemmOperand& a, const GemmOperand& b) {
+  return kern.gemm_rows != nullptr && s.m <= kern.gemm_rows_max && a.cs == 1 && b.cs == 1 &&
+         s.n > kern.gemm_direct_nr;
+}
+
+GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
+                   const GemmOperand& b) {
+  if (use_rows(kern, s, a, b)) return GemmPath::rows;
   const GemmPath packed = use_streamed(kern, s) ? GemmPath::streamed : GemmPath::packed;
   if (a.cs != 1 || s.k > 1024) return packed;
   const CpuInfo& cpu = cpu_info();
@@ -380,12 +405,29 @@ void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float a
   });
 }
 
+// GemmPath::rows (see use_rows): columns of C in runs of kRowsColumns split among the threads,
+// each thread's run in blocks of its kRowsAccFloats of scratch.
+void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha,
+               const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
+               const float* bias, float* scratch) {
+  const std::size_t block = kRowsAccFloats / s.m / kRowsColumns * kRowsColumns;
+  run_parallel(threads, [&](int t, int nt) {
+    std::size_t begin, end;
+    static_range((s.n + kRowsColumns - 1) / kRowsColumns, t, nt, &begin, &end);
+    const std::size_t j0 = begin * kRowsColumns, j1 = std::min(end * kRowsColumns, s.n);
+    if (j0 >= j1) return;
+    kern.gemm_rows(s.k, a.data, a.rs, b.data + j0, b.rs, c + j0, ldc, alpha, beta, s.m, j1 - j0,
+                   bias ? bias + j0 : nullptr,
+                   scratch + static_cast<std::size_t>(t) * kRowsAccFloats, block);
+  });
+}
+
 }  // namespace
 
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
                                const GemmOperand& a, const GemmOperand& b) {
   threads = effective_threads(threads, shape);
-  const GemmPath path = gemm_path(kern, shape, a);
+  const GemmPath path = gemm_path(kern, shape, a, b);
   if (path == GemmPath::wide_panels) {
     return shape.k * round_up(shape.n, kern.gemm_nr) * sizeof(float);
   }
@@ -396,6 +438,9 @@ std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape
                  : static_cast<std::size_t>(threads) * wide_b_floats(kern, shape) * sizeof(float);
     }
     return direct_packs_b(b) ? shape.k * round_up(shape.n, kern.gemm_direct_nr) * sizeof(float) : 0;
+  }
+  if (path == GemmPath::rows) {
+    return static_cast<std::size_t>(threads) * kRowsAccFloats * sizeof(float);
   }
   if (path == GemmPath::streamed) {
     const Plan p = make_plan(kern, shape, 1);
@@ -415,7 +460,7 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
     scale_c(s.m, s.n, alpha, beta, c, ldc, bias);
     return;
   }
-  const GemmPath path = gemm_path(kern, s, a);
+  const GemmPath path = gemm_path(kern, s, a, b);
   if (s.m <= kern.gemm_direct_mr && s.n <= kern.gemm_direct_nr && b.cs == 1 &&
       path == GemmPath::direct) {
     // One no-packing tile (the seed's 6 x 16 x 64): gemm_direct's only call, without its loops.
@@ -430,6 +475,10 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
   if (path == GemmPath::wide_panels) {
     gemm_wide_panels(kern, threads, s, alpha, a, b, beta, c, ldc, bias,
                      static_cast<float*>(scratch));
+    return;
+  }
+  if (path == GemmPath::rows) {
+    gemm_rows(kern, threads, s, alpha, a, b, beta, c, ldc, bias, static_cast<float*>(scratch));
     return;
   }
   if (path == GemmPath::streamed) {

@@ -19,15 +19,21 @@ namespace attn::detail {
   void pack_b_cols(const float* b, std::size_t ldb, std::size_t width, std::size_t k, float* dst); \
   }
 
-// The no-packing kernels.
-#define ATTN_DECLARE_GEMM_DIRECT(isa)                                                          \
-  namespace isa {                                                                              \
-  void gemm_direct(std::size_t k, const float* a, std::size_t lda, const float* b,             \
-                   std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,        \
-                   std::size_t m, std::size_t n, const float* bias);                           \
-  void gemm_direct_narrow(std::size_t k, const float* a, std::size_t lda, const float* b,      \
-                          std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta, \
-                          std::size_t m, std::size_t n, const float* bias);                    \
+// Rows of C that one call of gemm_rows takes (Kernels::gemm_rows_max).
+#define ATTN_GEMM_ROWS_MAX 4
+
+// The no-packing kernels and the rows kernel.
+#define ATTN_DECLARE_GEMM_DIRECT(isa)                                                              \
+  namespace isa {                                                                                  \
+  void gemm_direct(std::size_t k, const float* a, std::size_t lda, const float* b,                 \
+                   std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,            \
+                   std::size_t m, std::size_t n, const float* bias);                               \
+  void gemm_direct_narrow(std::size_t k, const float* a, std::size_t lda, const float* b,          \
+                          std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,     \
+                          std::size_t m, std::size_t n, const float* bias);                        \
+  void gemm_rows(std::size_t k, const float* a, std::size_t lda, const float* b, std::size_t ldb,  \
+                 float* c, std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n, \
+                 const float* bias, float* acc, std::size_t block);                                \
   }
 
 ATTN_DECLARE_GEMM_TILE(sse2, gemm_kernel_4x8, gemm_pack_a_4, gemm_pack_a_cols_4, gemm_pack_b_rows_8,

@@ -1,0 +1,103 @@
+// The rows kernel (GemmRowsKernel in dispatch/kernels.hpp): a few rows of C against a row-major
+// B that is read row after row, in the order it lies in memory, while the rows of C accumulate
+// in a block of scratch that stays in L1. A decoding step's projection (one row of A against a
+// weight matrix in L3 or DRAM) is bound by reading B once; the register tiles read B in short
+// runs of rows that lie a whole row apart, which the hardware prefetchers do not follow across
+// pages, and packing B first reads it and then writes and reads it again.
+#pragma once
+
+#include <cstddef>
+
+#include "simd/simd.hpp"
+
+namespace attn::detail {
+namespace ATTN_ISA_NS {
+
+// acc[i][0:w] (row stride lacc) += a[i][u] * b[u][0:w] for rows i < R of A (row stride lda) and
+// U consecutive rows u of B (row stride ldb), one u after another, so that each element's sum
+// runs over k in order, as in the register tiles. A's R x U values stay in registers.
+template <class A, int R, int U>
+inline void rows_pass(const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                      std::size_t w, float* acc, std::size_t lacc) {
+  using V = vfloat<A>;
+  constexpr std::size_t L = lanes<A>;
+  V av[R][U];
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u)
+      av[i][u] = V(a[static_cast<std::size_t>(i) * lda + static_cast<std::size_t>(u)]);
+  }
+  std::size_t j = 0;
+  for (; j + L <= w; j += L) {
+    V bv[U];
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u)
+      bv[u] = V::load_unaligned(b + static_cast<std::size_t>(u) * ldb + j);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      float* row = acc + static_cast<std::size_t>(i) * lacc + j;
+      V s = V::load_unaligned(row);
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u)
+        s = fmadd<A>(av[i][u], bv[u], s);
+      s.store_unaligned(row);
+    }
+  }
+  if (j < w) {
+    const std::size_t t = w - j;
+    V bv[U];
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u)
+      bv[u] = load_partial<A>(b + static_cast<std::size_t>(u) * ldb + j, t, 0.0f);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      float* row = acc + static_cast<std::size_t>(i) * lacc + j;
+      V s = load_partial<A>(row, t, 0.0f);
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u)
+        s = fmadd<A>(av[i][u], bv[u], s);
+      store_partial<A>(row, t, s);
+    }
+  }
+}
+
+// C[R x n] = alpha * A B + beta * C (+ bias), columns in blocks of `block` (a multiple of the
+// lanes) whose R x block accumulators live in acc; per block the sums
+// start at -0 (as the register tiles' do) and take U rows of B per pass over them, then go to C as
+// store_tile writes a tile: fma(alpha, acc, bias or -0), then fma(beta, c, that) unless beta == 0.
+template <class A, int R>
+void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const float* b,
+                      std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
+                      std::size_t n, const float* bias, float* acc, std::size_t block) {
+  using V = vfloat<A>;
+  constexpr std::size_t L = lanes<A>;
+  constexpr int U = R <= 2 || L == 16 ? 4 : 2;  // R * U broadcasts, R sums, U rows of B
+  const V va(alpha), vb(beta);
+  for (std::size_t j0 = 0; j0 < n; j0 += block) {
+    const std::size_t w = n - j0 < block ? n - j0 : block;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(R); ++i) {
+      for (std::size_t j = 0; j < w; ++j)
+        acc[i * block + j] = -0.0f;
+    }
+    std::size_t p = 0;
+    for (; p + U <= k; p += U)
+      rows_pass<A, R, U>(a + p, lda, b + p * ldb + j0, ldb, w, acc, block);
+    for (; p < k; ++p)
+      rows_pass<A, R, 1>(a + p, lda, b + p * ldb + j0, ldb, w, acc, block);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(R); ++i) {
+      const float* s = acc + i * block;
+      float* row = c + i * ldc + j0;
+      for (std::size_t j = 0; j < w; j += L) {
+        const std::size_t t = w - j < L ? w - j : L;
+        const V add = bias == nullptr ? V(-0.0f) : load_n<A>(bias + j0 + j, t, 0.0f);
+        V r = fmadd<A>(va, load_n<A>(s + j, t, 0.0f), add);
+        if (beta != 0.0f) r = fmadd<A>(vb, load_n<A>(row + j, t, 0.0f), r);
+        store_n<A>(row + j, t, r);
+      }
+    }
+  }
+}
+
+}  // namespace ATTN_ISA_NS
+}  // namespace attn::detail
