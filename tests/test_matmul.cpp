@@ -292,14 +292,14 @@ TEST_CASE("matmul: up to 4 rows against a B read row after row", "[matmul]") {
   // 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes), then single rows
   // for the rest of k, into blocks of 8192 / m columns (rounded down to 64) of scratch; the threads
   // split the columns in runs of 64. Cases: k = 1 (no whole pass), 7 (a pass and 3 single rows),
-  // 1030; n not a multiple of any vector (33, 2100, 4250), and over one block (m = 1: 9000 columns,
+  // 131; n not a multiple of any vector (33, 2100, 4250), and over one block (m = 1: 9000 columns,
   // 2 blocks; m = 4: 4250, 3 blocks of 2048); every row count; alpha 1 with beta 0, alpha and beta
   // other than 0 and 1; strides past the row; threads 1, 2 and 3 bit-identical. The scalar ISA and
   // A^T or B^T take other paths.
   const Case cases[] = {
       {1, 9000, 7, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {2, 33, 1, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
-      {3, 2100, 1030, Transpose::no, Transpose::no, 1.0f, 0.0f, 1},
+      {3, 2100, 131, Transpose::no, Transpose::no, 1.0f, 0.0f, 1},
       {4, 4250, 70, Transpose::no, Transpose::no, 2.0f, -0.5f, 2},
       {4, 65, 300, Transpose::no, Transpose::no, 1.0f, 1.0f, 0},
       {1, 100, 1, Transpose::no, Transpose::no, -0.5f, 0.0f, 5},
@@ -313,15 +313,16 @@ TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[m
   // thread packs op(A) whole and B one NR-wide sliver at a time, running every row panel over
   // each sliver; the threads split the column panels. n >= 2100 makes the panel larger than
   // 1 MiB on every ISA's KC (128 on SSE2); on a CPU with a larger L2 these shapes run the Goto
-  // path instead. One row (a decoding step's projection) to 31; k of 1030 and 1100 take two KC
-  // passes on AVX-512 (KC 1024 with 2 MiB of L2); last panels of 52, 0, 38, 54, 40 columns of 64
-  // (AVX-512); all four transposes; strides past the row; threads 1, 2 and 3 bit-identical.
+  // path instead. Rows from 1 (an A^T: one row-major row would take GemmPath::rows) to 21; k of
+  // 130-300, so 2 or 3 KC passes on SSE2 (KC 128) and at k = 300 on AVX2 (KC 256); last panels of
+  // 52, 0, 38, 54, 40 columns of 64 (AVX-512); all four transposes; strides past the row; threads
+  // 1, 2 and 3 bit-identical. Sizes kept small for the emulated CI runs (qemu).
   const Case cases[] = {
-      {1, 2100, 1100, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
-      {5, 2112, 1030, Transpose::yes, Transpose::no, -0.5f, 1.0f, 3},
-      {13, 2150, 300, Transpose::no, Transpose::yes, 1.0f, 1.0f, 1},
-      {31, 2102, 260, Transpose::no, Transpose::no, 2.0f, -0.5f, 0},
-      {7, 4200, 260, Transpose::yes, Transpose::yes, 1.0f, 0.0f, 2},
+      {1, 2100, 300, Transpose::yes, Transpose::no, 1.0f, 0.0f, 0},
+      {5, 2112, 300, Transpose::yes, Transpose::no, -0.5f, 1.0f, 3},
+      {13, 2150, 140, Transpose::no, Transpose::yes, 1.0f, 1.0f, 1},
+      {21, 2102, 140, Transpose::no, Transpose::no, 2.0f, -0.5f, 0},
+      {7, 4200, 130, Transpose::yes, Transpose::yes, 1.0f, 0.0f, 2},
   };
   run_across_threads(cases, {1, 2, 3}, 31);
 }
