@@ -177,7 +177,10 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
 // rows: on one thread the 6- and 8-row kernels (2 rows of B per pass) ran at 0.84-0.88x the
 // streamed path's time, but on two threads, splitting the columns, at 1.45-1.81x (two processes of
 // one thread each ran at one thread's speed; no PMU in this guest to say why), and two threads of 3
-// and 4 rows each (splitting the rows, each reading all of B) level with the streamed path.
+// and 4 rows each (splitting the rows, each reading all of B) level with the streamed path. A
+// kernel for 5-16 rows that broadcasts A's values from memory took 0.68-0.92x the streamed path's
+// time on one thread (8 rows 0.683x, 16 rows 0.921x) but 1.12-1.62x on two; and the path may not
+// depend on the thread count, which would change the sums' order where k exceeds KC.
 constexpr std::size_t kRowsAccFloats = 8192;
 constexpr std::size_t kRowsColumns = 64;
 
