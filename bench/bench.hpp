@@ -94,6 +94,7 @@ inline constexpr MatmulShape kMatmulShapes[] = {
     {"matmul", 128, 2304, 768, false, q1 | two},
     {"matmul", 16, 2304, 768, false, one},
     {"matmul", 1, 2304, 768, false, q1},
+    {"matmul_nt", 1, 2304, 768, true, q1},  // the same with W stored [out, in], x·Wᵀ
 };
 inline constexpr std::size_t kExpSize = 4096;  // floats: 16 KiB in, 16 KiB out, in L1
 inline constexpr float kExpLo = -80.0f, kExpHi = 80.0f;

@@ -22,6 +22,7 @@ namespace {
 struct BiasCase {
   std::size_t m, n, k;
   float alpha, beta;
+  bool trans_b = false;  // op(B) = B^T, B stored n x k
 };
 
 }  // namespace
@@ -32,11 +33,15 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
   // 70 x 130 x 1100: k > 1024 is packed, in KC passes; 5 x 16 x 64: one no-packing tile (the
   // seed's shape); 9 x 2100 x 300: few rows against a large B, packed one sliver at a time
   // (GemmPath::streamed; 3 KC passes on SSE2, 2 on AVX2); 1 x 3000 x 9 and 4 x 100 x 70 (one
-  // column block) and 4 x 2100 x 70 (two): B read row after row (GemmPath::rows).
+  // column block) and 4 x 2100 x 70 (two): B read row after row (GemmPath::rows); the last three
+  // with B^T: rows of B^T as dot products (GemmPath::rows), and 70 x 130 x 300 packed.
   const BiasCase cases[] = {
-      {67, 64, 300, 1.0f, 0.0f},   {64, 64, 193, -0.5f, 1.0f}, {70, 100, 300, 1.0f, 0.5f},
-      {70, 130, 1100, 1.0f, 0.0f}, {5, 16, 64, 2.0f, 0.0f},    {9, 2100, 300, -0.5f, 1.0f},
-      {1, 3000, 9, 1.0f, 0.0f},    {4, 100, 70, -0.5f, 1.0f},  {4, 2100, 70, 1.0f, 0.0f},
+      {67, 64, 300, 1.0f, 0.0f},        {64, 64, 193, -0.5f, 1.0f},
+      {70, 100, 300, 1.0f, 0.5f},       {70, 130, 1100, 1.0f, 0.0f},
+      {5, 16, 64, 2.0f, 0.0f},          {9, 2100, 300, -0.5f, 1.0f},
+      {1, 3000, 9, 1.0f, 0.0f},         {4, 100, 70, -0.5f, 1.0f},
+      {4, 2100, 70, 1.0f, 0.0f},        {2, 100, 70, 1.0f, 0.0f, true},
+      {4, 2100, 37, -0.5f, 1.0f, true}, {70, 130, 300, 1.0f, 0.5f, true},
   };
 
   for (attn::Isa isa : attn_test::test_isas()) {
@@ -45,7 +50,8 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
     for (const BiasCase& cs : cases) {
       for (int threads : {1, 3}) {
         INFO("isa " << attn::isa_name(isa) << " threads " << threads << " m " << cs.m << " n "
-                    << cs.n << " k " << cs.k << " alpha " << cs.alpha << " beta " << cs.beta);
+                    << cs.n << " k " << cs.k << " alpha " << cs.alpha << " beta " << cs.beta
+                    << " B^T " << cs.trans_b);
         attn_test::Rng rng(static_cast<std::uint32_t>(cs.m * 7 + cs.k));
         const auto a = rng.uniform_vec(cs.m * cs.k), b = rng.uniform_vec(cs.k * cs.n),
                    bias = rng.uniform_vec(cs.n, 4.0f, 8.0f);
@@ -53,7 +59,10 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
         if (cs.beta == 0.0f) c0.assign(c0.size(), attn_test::nan_f());  // never read
         auto c = c0;
         const attn::detail::GemmShape shape{cs.m, cs.n, cs.k};
-        const attn::detail::GemmOperand ga{a.data(), cs.k, 1}, gb{b.data(), cs.n, 1};
+        const attn::detail::GemmOperand ga{a.data(), cs.k, 1};
+        const attn::detail::GemmOperand gb = cs.trans_b
+                                                 ? attn::detail::GemmOperand{b.data(), 1, cs.k}
+                                                 : attn::detail::GemmOperand{b.data(), cs.n, 1};
         const std::size_t bytes = attn::detail::gemm_scratch_bytes(*kern, threads, shape, ga, gb);
         void* scratch = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
         REQUIRE(scratch != nullptr);
@@ -65,7 +74,8 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
           for (std::size_t j = 0; j < cs.n; ++j) {
             double sum = 0.0, mag = 0.0;
             for (std::size_t p = 0; p < cs.k; ++p) {
-              const double prod = double(a[i * cs.k + p]) * double(b[p * cs.n + j]);
+              const float bpj = cs.trans_b ? b[j * cs.k + p] : b[p * cs.n + j];
+              const double prod = double(a[i * cs.k + p]) * double(bpj);
               sum += prod;
               mag += std::fabs(prod);
             }

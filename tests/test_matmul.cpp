@@ -286,7 +286,7 @@ TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[mat
   run_across_threads(cases, {1, 2, 3}, 29);
 }
 
-TEST_CASE("matmul: up to 4 rows against a B read row after row", "[matmul]") {
+TEST_CASE("matmul: up to 4 rows against a B or B^T read in memory order", "[matmul]") {
   // m <= 4 (Kernels::gemm_rows_max) with A and B row-major and n wider than one no-packing tile
   // takes GemmPath::rows (matmul/gemm.cpp) on the SIMD ISAs: the rows kernel reads B row after row,
   // 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes), then single rows
@@ -294,8 +294,11 @@ TEST_CASE("matmul: up to 4 rows against a B read row after row", "[matmul]") {
   // split the columns in runs of 64. Cases: k = 1 (no whole pass), 7 (a pass and 3 single rows),
   // 131; n not a multiple of any vector (33, 2100, 4250), and over one block (m = 1: 9000 columns,
   // 2 blocks; m = 4: 4250, 3 blocks of 2048); every row count; alpha 1 with beta 0, alpha and beta
-  // other than 0 and 1; strides past the row; threads 1, 2 and 3 bit-identical. The scalar ISA and
-  // A^T or B^T take other paths.
+  // other than 0 and 1; strides past the row; threads 1, 2 and 3 bit-identical. With B^T (the
+  // last five) each output is a dot product of a row of A and a row of B^T, in 4 (1 row), 2 (2
+  // rows) or 1 vector accumulators, a last partial vector, 16 outputs' lanes summed at once: k of
+  // 1 (only the partial vector), 7, 64 (whole vectors), 67 and 1030; n of 33 (a partial group
+  // of outputs), 70, 100, 2100, 4250. The scalar ISA and A^T take other paths.
   const Case cases[] = {
       {1, 9000, 7, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {2, 33, 1, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
@@ -303,6 +306,11 @@ TEST_CASE("matmul: up to 4 rows against a B read row after row", "[matmul]") {
       {4, 4250, 70, Transpose::no, Transpose::no, 2.0f, -0.5f, 2},
       {4, 65, 300, Transpose::no, Transpose::no, 1.0f, 1.0f, 0},
       {1, 100, 1, Transpose::no, Transpose::no, -0.5f, 0.0f, 5},
+      {1, 2100, 1030, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
+      {2, 33, 7, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
+      {3, 4250, 67, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1},
+      {4, 70, 64, Transpose::no, Transpose::yes, 1.0f, 1.0f, 2},
+      {4, 100, 1, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
   };
   run_across_threads(cases, {1, 2, 3}, 37);
 }
@@ -357,7 +365,8 @@ TEST_CASE("matmul: a zero result has the reference's sign (alpha >= 0, beta = 0)
   // (exactly -0) or 1 * 0 (+0). The kernels' accumulators and the reference's sum start at -0,
   // the additive identity, so c(0, 0) is -0, -0 and +0 on every path: full or edge tile, packed
   // or not, narrow or wide (and the no-packing 6 x 64 tile, 64 x 64 x 192), KC passes (k = 600),
-  // the one-tile path; and k = 0 gives alpha * -0.
+  // the one-tile path, the rows kernels of 1-4 rows against B and B^T (the last four; B^T's last
+  // partial vector multiplies fills whose product is -0); and k = 0 gives alpha * -0.
   struct Shape {
     std::size_t m, n, k;
     Transpose ta, tb;
@@ -370,7 +379,9 @@ TEST_CASE("matmul: a zero result has the reference's sign (alpha >= 0, beta = 0)
       {6, 64, 1, Transpose::yes, Transpose::no},   {5, 64, 1, Transpose::yes, Transpose::no},
       {6, 16, 1, Transpose::yes, Transpose::no},   {13, 70, 600, Transpose::yes, Transpose::no},
       {20, 1100, 3, Transpose::no, Transpose::no}, {3, 5, 0, Transpose::no, Transpose::no},
-      {64, 64, 192, Transpose::no, Transpose::no},
+      {64, 64, 192, Transpose::no, Transpose::no}, {1, 40, 1, Transpose::no, Transpose::no},
+      {3, 70, 5, Transpose::no, Transpose::no},    {1, 40, 3, Transpose::no, Transpose::yes},
+      {4, 33, 37, Transpose::no, Transpose::yes},
   };
   const float a_values[] = {-1e-30f, -1.0f, 1.0f}, b_values[] = {1e-30f, 0.0f, 0.0f};
   const bool negative[] = {true, true, false};

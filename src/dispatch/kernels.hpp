@@ -182,6 +182,9 @@ struct Kernels {
   // matmul/gemm.cpp); nullptr (and 0) on the scalar table.
   std::size_t gemm_rows_max;
   GemmRowsKernel gemm_rows;
+  // The same rows against op(B) = B^T (a GemmDirectKernel whose b holds n rows of k contiguous
+  // floats, row stride ldb), as dot products read in memory order; nullptr on the scalar table.
+  GemmDirectKernel gemm_rows_t;
 
   // The fused attention's register tile, which may differ from the GEMM's (the GEMM's widest
   // tile would pad a head dimension of 80 to 128): S = scale * Q K^T by attention_scores (a

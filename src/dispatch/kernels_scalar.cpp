@@ -37,6 +37,7 @@ const Kernels kScalarKernels = {
     nullptr,
     0,
     nullptr,
+    nullptr,
     4,
     4,
     &scalar::gemm_kernel_4x4,

@@ -99,5 +99,88 @@ void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const f
   }
 }
 
+// The same rows of C against op(B) = B^T given as n rows of k contiguous floats (row stride
+// ldbt), as a weight matrix stored [out, in] (PyTorch's Linear) is: each C[i][j] is the dot
+// product of A's row i and B^T's row j, read in memory order, so B is again read once. The
+// products go into CH vector accumulators per row (vector v of the row into accumulator v % CH),
+// summed ((0 + 1) + (2 + 3)), then the lanes of lanes<A> outputs at once (sum_each); the last
+// partial vector multiplies zero fills (A) by -0 fills (B), whose -0 products leave the sums as
+// they were, so a sum of -0 products stays -0. Then alpha, bias and beta as above.
+#ifndef PFD
+#define PFD 1024
+#endif
+constexpr std::size_t kPrefetchFloats = PFD;
+template <class A, int R>
+void gemm_rows_t_kernel(A, std::size_t k, const float* a, std::size_t lda, const float* bt,
+                        std::size_t ldbt, float* c, std::size_t ldc, float alpha, float beta,
+                        std::size_t n, const float* bias) {
+  using V = vfloat<A>;
+  constexpr std::size_t L = lanes<A>;
+  constexpr int CH = R == 1 ? 4 : R == 2 ? 2 : 1;  // independent FMA chains per row
+  const V va(alpha), vb(beta);
+  for (std::size_t j0 = 0; j0 < n; j0 += L) {
+    const std::size_t nj = n - j0 < L ? n - j0 : L;
+    V dots[R][L];
+    for (std::size_t jj = 0; jj < L; ++jj) {
+      if (jj >= nj) {
+#pragma GCC unroll 4
+        for (int i = 0; i < R; ++i)
+          dots[i][jj] = V(-0.0f);
+        continue;
+      }
+      const float* bj = bt + (j0 + jj) * ldbt;
+      V acc[R][CH];
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 4
+        for (int h = 0; h < CH; ++h)
+          acc[i][h] = V(-0.0f);
+      }
+      std::size_t p = 0;
+      const float* fetched = bj + kPrefetchFloats;  // lines before it have been prefetched
+      for (; p + CH * L <= k; p += CH * L) {
+        for (; fetched < bj + p + CH * L + kPrefetchFloats; fetched += 16)
+          __builtin_prefetch(fetched, 0, 3);
+#pragma GCC unroll 4
+        for (int h = 0; h < CH; ++h) {
+          const V bv = V::load_unaligned(bj + p + static_cast<std::size_t>(h) * L);
+#pragma GCC unroll 4
+          for (int i = 0; i < R; ++i) {
+            const float* ai = a + static_cast<std::size_t>(i) * lda + p + h * L;
+            acc[i][h] = fmadd<A>(V::load_unaligned(ai), bv, acc[i][h]);
+          }
+        }
+      }
+      for (int h = 0; p < k; p += L, h = (h + 1) % CH) {
+        const std::size_t t = k - p < L ? k - p : L;
+        const V bv = load_n<A>(bj + p, t, -0.0f);
+#pragma GCC unroll 4
+        for (int i = 0; i < R; ++i) {
+          const V av = load_n<A>(a + static_cast<std::size_t>(i) * lda + p, t, 0.0f);
+          acc[i][h] = fmadd<A>(av, bv, acc[i][h]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) {
+        if constexpr (CH == 4) {
+          dots[i][jj] = (acc[i][0] + acc[i][1]) + (acc[i][2] + acc[i][3]);
+        } else if constexpr (CH == 2) {
+          dots[i][jj] = acc[i][0] + acc[i][1];
+        } else {
+          dots[i][jj] = acc[i][0];
+        }
+      }
+    }
+    const V add = bias == nullptr ? V(-0.0f) : load_n<A>(bias + j0, nj, 0.0f);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      float* row = c + static_cast<std::size_t>(i) * ldc + j0;
+      V r = fmadd<A>(va, sum_each<A>(dots[i]), add);
+      if (beta != 0.0f) r = fmadd<A>(vb, load_n<A>(row, nj, 0.0f), r);
+      store_n<A>(row, nj, r);
+    }
+  }
+}
+
 }  // namespace ATTN_ISA_NS
 }  // namespace attn::detail
