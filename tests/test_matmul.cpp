@@ -287,30 +287,34 @@ TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[mat
 }
 
 TEST_CASE("matmul: up to 4 rows against a B or B^T read in memory order", "[matmul]") {
-  // m <= 4 (Kernels::gemm_rows_max) with A and B row-major and n wider than one no-packing tile
-  // takes GemmPath::rows (matmul/gemm.cpp) on the SIMD ISAs: the rows kernel reads B row after row,
-  // 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes), then single rows
-  // for the rest of k, into blocks of 8192 / m columns (rounded down to 64) of scratch; the threads
-  // split the columns in runs of 64. Cases: k = 1 (no whole pass), 7 (a pass and 3 single rows),
-  // 131; n not a multiple of any vector (33, 2100, 4250), and over one block (m = 1: 9000 columns,
-  // 2 blocks; m = 4: 4250, 3 blocks of 2048); every row count; alpha 1 with beta 0, alpha and beta
-  // other than 0 and 1; strides past the row; threads 1, 2 and 3 bit-identical. With B^T (the
-  // last five) each output is a dot product of a row of A and a row of B^T, in 4 (1 row), 2 (2
-  // rows) or 1 vector accumulators, a last partial vector, 16 outputs' lanes summed at once: k of
-  // 1 (only the partial vector), 7, 64 (whole vectors), 67 and 1030; n of 33 (a partial group
-  // of outputs), 70, 100, 2100, 4250. The scalar ISA and A^T take other paths.
+  // m <= 4 (Kernels::gemm_rows_max) with A row-major and n wider than one no-packing tile takes
+  // GemmPath::rows (matmul/gemm.cpp) on the SIMD ISAs. With B row-major, the rows kernel reads
+  // B row after row, 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes),
+  // then single rows for the rest of k, into blocks of 8192 / m columns (rounded down to 64) of
+  // scratch; the threads split the columns in runs of 64. Cases: k = 1 (no whole pass), 7 (a
+  // pass and 3 single rows), 331; n not a multiple of any vector (33, 2100, 4250), and over one
+  // block (m = 1: 9000 columns, 2 blocks; m = 4: 4250, 3 blocks of 2048); every row count. With
+  // B^T (the last six; a stride past the row, so that k = 1 is a B^T too), each output is a dot
+  // product of a row of A and a row of B^T in 4 (1 row), 2 (2 rows) or 1 vector accumulators, a
+  // last partial vector, one vector's worth of outputs summed at once: k of 1 (the partial vector
+  // alone), 7, 64 (whole vectors), 167, 600 and 1030; n of 33 (a partial group of outputs), 70,
+  // 100, 2100, 4250. Alpha 1 with beta 0, alpha and beta other than 0 and 1; strides past the
+  // row; threads 1, 2 and 3 bit-identical (gemm runs one thread below 2 MFLOP: 9000 x 7 does
+  // not, 4250 x 70, 2100 x 331 and the B^T cases of 167-1030 do). The scalar ISA and A^T take
+  // other paths.
   const Case cases[] = {
       {1, 9000, 7, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {2, 33, 1, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
-      {3, 2100, 131, Transpose::no, Transpose::no, 1.0f, 0.0f, 1},
+      {3, 2100, 331, Transpose::no, Transpose::no, 1.0f, 0.0f, 1},
       {4, 4250, 70, Transpose::no, Transpose::no, 2.0f, -0.5f, 2},
       {4, 65, 300, Transpose::no, Transpose::no, 1.0f, 1.0f, 0},
       {1, 100, 1, Transpose::no, Transpose::no, -0.5f, 0.0f, 5},
       {1, 2100, 1030, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
       {2, 33, 7, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
-      {3, 4250, 67, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1},
+      {3, 4250, 167, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1},
+      {2, 2100, 600, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
       {4, 70, 64, Transpose::no, Transpose::yes, 1.0f, 1.0f, 2},
-      {4, 100, 1, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
+      {4, 100, 1, Transpose::no, Transpose::yes, 1.0f, 0.0f, 2},
   };
   run_across_threads(cases, {1, 2, 3}, 37);
 }
@@ -321,12 +325,14 @@ TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[m
   // thread packs op(A) whole and B one NR-wide sliver at a time, running every row panel over
   // each sliver; the threads split the column panels. n >= 2100 makes the panel larger than
   // 1 MiB on every ISA's KC (128 on SSE2); on a CPU with a larger L2 these shapes run the Goto
-  // path instead. Rows from 1 (an A^T: one row-major row would take GemmPath::rows) to 21; k of
-  // 130-300, so 2 or 3 KC passes on SSE2 (KC 128) and at k = 300 on AVX2 (KC 256); last panels of
+  // path instead. Rows from 1 (an A^T with a stride past its row: with none, one row of A^T is a
+  // row-major row and takes GemmPath::rows) to 21; k of 130-600, so 2 to 5 KC passes on SSE2 (KC
+  // 128) and 2 or 3 at k >= 300 on AVX2 (KC 256); last panels of
   // 52, 0, 38, 54, 40 columns of 64 (AVX-512); all four transposes; strides past the row; threads
-  // 1, 2 and 3 bit-identical. Sizes kept small for the emulated CI runs (qemu).
+  // 1, 2 and 3 bit-identical (gemm runs one thread below 2 MFLOP; each of these
+  // cases is above). Sizes kept small for the emulated CI runs (qemu).
   const Case cases[] = {
-      {1, 2100, 300, Transpose::yes, Transpose::no, 1.0f, 0.0f, 0},
+      {1, 2100, 600, Transpose::yes, Transpose::no, 1.0f, 0.0f, 1},
       {5, 2112, 300, Transpose::yes, Transpose::no, -0.5f, 1.0f, 3},
       {13, 2150, 140, Transpose::no, Transpose::yes, 1.0f, 1.0f, 1},
       {21, 2102, 140, Transpose::no, Transpose::no, 2.0f, -0.5f, 0},

@@ -121,7 +121,9 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
          s.k >= 192 && s.m >= 64;
 }
 
-// Which path a product takes. Row-major A with a B that fits in half of L2 skips packing: the
+// Which path a product takes (gemm_path). At most 4 rows go to GemmPath::rows (use_rows), and a
+// few hundred rows against a B too large for L2 to GemmPath::streamed (use_streamed); below,
+// the rest. Row-major A with a B that fits in half of L2 skips packing: the
 // direct kernel streams B from L2 at a fraction of the FMA rate and reads A rows from L1, so
 // packing (O(mk + kn) copies) would buy nothing. A B^T is first packed once into
 // gemm_direct_nr-wide panels (about 2% of a 512 x 512 x 64 call), each a contiguous k x NR
@@ -145,9 +147,9 @@ constexpr std::size_t kMaxInPlaceCols = 64;
 
 enum class GemmPath { direct, wide_panels, packed, streamed, rows };
 
-// GemmPath::streamed: few rows of A against a B whose packed KC x NC panel would not fit in
-// half of L2. The Goto loop packs that panel whole before any kernel call, so for few rows it
-// writes B out to L3 and reads it back for no reuse to speak of. Instead each thread packs all
+// GemmPath::streamed: few rows of A against a B whose packed KC x n panel would not fit in half
+// of L2. The Goto loop packs the KC x NC part of it whole before any kernel call, so for few rows
+// it writes B out to L3 and reads it back for no reuse to speak of. Instead each thread packs all
 // of op(A)'s rows for a KC block once and then, one NR-wide sliver of B at a time, packs the
 // sliver into its own buffer (in L2) and runs every row panel over it at once; the threads
 // split the column panels (each packs all of A: m x k copies against B's k x n). Taken when all
@@ -388,7 +390,7 @@ void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float a
                    std::size_t ldc, const float* bias, float* scratch) {
   const Plan plan = make_plan(kern, s, 1);
   const std::size_t a_floats = streamed_a_floats(plan, s);
-  const std::size_t sliver_floats = plan.kc * plan.nr;
+  const std::size_t sliver_floats = round_up(plan.kc * plan.nr, 16);  // keeps buffers aligned
   const std::size_t n_panels = (s.n + plan.nr - 1) / plan.nr;
   run_parallel(threads, [&](int t, int nt) {
     float* a_buf = scratch + static_cast<std::size_t>(t) * (a_floats + sliver_floats);
@@ -458,8 +460,8 @@ std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape
   }
   if (path == GemmPath::streamed) {
     const Plan p = make_plan(kern, shape, 1);
-    return static_cast<std::size_t>(threads) * (streamed_a_floats(p, shape) + p.kc * p.nr) *
-           sizeof(float);
+    return static_cast<std::size_t>(threads) *
+           (streamed_a_floats(p, shape) + round_up(p.kc * p.nr, 16)) * sizeof(float);
   }
   const Plan p = make_plan(kern, shape, threads);
   const std::size_t per_thread = p.a_floats * sizeof(float);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "simd/simd.hpp"
 
@@ -103,13 +104,12 @@ void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const f
 // ldbt), as a weight matrix stored [out, in] (PyTorch's Linear) is: each C[i][j] is the dot
 // product of A's row i and B^T's row j, read in memory order, so B is again read once. The
 // products go into CH vector accumulators per row (vector v of the row into accumulator v % CH),
-// summed ((0 + 1) + (2 + 3)), then the lanes of lanes<A> outputs at once (sum_each); the last
-// partial vector multiplies zero fills (A) by -0 fills (B), whose -0 products leave the sums as
-// they were, so a sum of -0 products stays -0. Then alpha, bias and beta as above.
-#ifndef PFD
-#define PFD 1024
-#endif
-constexpr std::size_t kPrefetchFloats = PFD;
+// summed ((0 + 1) + (2 + 3)), then the lanes of one vector's worth of outputs at once (sum_each);
+// the last partial vector multiplies zero fills (A) by -0 fills (B), whose -0 products leave the
+// sums as they were, so a sum of -0 products stays -0. Then alpha, bias and beta as above. B^T is
+// prefetched kPrefetchBytes ahead of the loads (addresses past the matrix are computed as
+// integers: a prefetch does not fault).
+constexpr std::uintptr_t kPrefetchBytes = 4096;
 template <class A, int R>
 void gemm_rows_t_kernel(A, std::size_t k, const float* a, std::size_t lda, const float* bt,
                         std::size_t ldbt, float* c, std::size_t ldc, float alpha, float beta,
@@ -137,10 +137,11 @@ void gemm_rows_t_kernel(A, std::size_t k, const float* a, std::size_t lda, const
           acc[i][h] = V(-0.0f);
       }
       std::size_t p = 0;
-      const float* fetched = bj + kPrefetchFloats;  // lines before it have been prefetched
+      const std::uintptr_t row = reinterpret_cast<std::uintptr_t>(bj);
+      std::uintptr_t fetched = row + kPrefetchBytes;  // lines before it have been prefetched
       for (; p + CH * L <= k; p += CH * L) {
-        for (; fetched < bj + p + CH * L + kPrefetchFloats; fetched += 16)
-          __builtin_prefetch(fetched, 0, 3);
+        for (; fetched < row + (p + CH * L) * sizeof(float) + kPrefetchBytes; fetched += 64)
+          __builtin_prefetch(reinterpret_cast<const void*>(fetched), 0, 3);
 #pragma GCC unroll 4
         for (int h = 0; h < CH; ++h) {
           const V bv = V::load_unaligned(bj + p + static_cast<std::size_t>(h) * L);
