@@ -291,17 +291,19 @@ TEST_CASE("matmul: up to 4 rows against a B or B^T read in memory order", "[matm
   // GemmPath::rows (matmul/gemm.cpp) on the SIMD ISAs. With B row-major, the rows kernel reads
   // B row after row, 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes),
   // then single rows for the rest of k, into blocks of 8192 / m columns (rounded down to 64) of
-  // scratch; the threads split the columns in runs of 64. Cases: k = 1 (no whole pass), 7 (a
-  // pass and 3 single rows), 331; n not a multiple of any vector (33, 2100, 4250), and over one
-  // block (m = 1: 9000 columns, 2 blocks; m = 4: 4250, 3 blocks of 2048); every row count. With
-  // B^T (the last six; a stride past the row, so that k = 1 is a B^T too), each output is a dot
-  // product of a row of A and a row of B^T in 4 (1 row), 2 (2 rows) or 1 vector accumulators, a
-  // last partial vector, one vector's worth of outputs summed at once: k of 1 (the partial vector
-  // alone), 7, 64 (whole vectors), 167, 600 and 1030; n of 33 (a partial group of outputs), 70,
-  // 100, 2100, 4250. Alpha 1 with beta 0, alpha and beta other than 0 and 1; strides past the
-  // row; threads 1, 2 and 3 bit-identical (gemm runs one thread below 2 MFLOP: 9000 x 7 does
-  // not, 4250 x 70, 2100 x 331 and the B^T cases of 167-1030 do). The scalar ISA and A^T take
-  // other paths.
+  // scratch; the threads split the columns in runs of 64. 5 to 8 rows take it where B is over
+  // half of L2 (these four cases' B: 1.04-1.20 MiB), with A's values broadcast from memory on
+  // one thread and the rows split among threads (2 to 4 each, the register tiles) on more. Cases: k
+  // = 1 (no whole pass), 7 (a pass and 3 single rows), 331; n not a multiple of any vector (33,
+  // 2100, 4250), and over one block (m = 1: 9000 columns, 2 blocks; m = 4: 4250, 3 blocks of 2048);
+  // every row count. With B^T (the last six; a stride past the row, so that k = 1 is a B^T too),
+  // each output is a dot product of a row of A and a row of B^T in 4 (1 row), 2 (2 rows) or 1
+  // vector accumulators, a last partial vector, one vector's worth of outputs summed at once: k of
+  // 1 (the partial vector alone), 7, 64 (whole vectors), 167, 600 and 1030; n of 33 (a partial
+  // group of outputs), 70, 100, 2100, 4250. Alpha 1 with beta 0, alpha and beta other than 0 and 1;
+  // strides past the row; threads 1, 2 and 3 bit-identical (gemm runs one thread below 2 MFLOP:
+  // 9000 x 7 does not, 4250 x 70, 2100 x 331 and the B^T cases of 167-1030 do). The scalar ISA and
+  // A^T take other paths.
   const Case cases[] = {
       {1, 9000, 7, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {2, 33, 1, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
@@ -309,6 +311,10 @@ TEST_CASE("matmul: up to 4 rows against a B or B^T read in memory order", "[matm
       {4, 4250, 70, Transpose::no, Transpose::no, 2.0f, -0.5f, 2},
       {4, 65, 300, Transpose::no, Transpose::no, 1.0f, 1.0f, 0},
       {1, 100, 1, Transpose::no, Transpose::no, -0.5f, 0.0f, 5},
+      {5, 2100, 130, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+      {6, 2101, 150, Transpose::no, Transpose::no, -0.5f, 1.0f, 2},
+      {7, 4250, 70, Transpose::no, Transpose::no, 2.0f, -0.5f, 1},
+      {8, 1030, 303, Transpose::no, Transpose::no, 1.0f, 1.0f, 3},
       {1, 2100, 1030, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
       {2, 33, 7, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
       {3, 4250, 167, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1},

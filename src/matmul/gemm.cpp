@@ -165,8 +165,9 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
   return a_bytes <= cpu.l2_bytes / 2 && panel_bytes > cpu.l2_bytes / 2;
 }
 
-// GemmPath::rows: at most Kernels::gemm_rows_max rows of a row-major A against a row-major B
-// wider than one no-packing tile (a decoding step's projections), read row after row by the rows
+// GemmPath::rows: at most Kernels::gemm_rows_max rows of a row-major A (kRowsMax where B is over
+// half of L2) against a row-major B wider than one no-packing tile (a decoding step's
+// projections), read row after row by the rows
 // kernel (matmul/gemm_rows_kernel.hpp) with the rows of C accumulating in kRowsAccFloats of
 // scratch per thread (32 KiB, in L1); the threads split the columns in runs of kRowsColumns.
 // Intel Xeon of the README, against the streamed and Goto paths (bench/ab-lib, 9 pairs, one and two
@@ -180,9 +181,14 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
 // streamed path's time, but on two threads, splitting the columns, at 1.45-1.81x (two processes of
 // one thread each ran at one thread's speed; no PMU in this guest to say why), and two threads of 3
 // and 4 rows each (splitting the rows, each reading all of B) level with the streamed path. A
-// kernel for 5-16 rows that broadcasts A's values from memory took 0.68-0.92x the streamed path's
-// time on one thread (8 rows 0.683x, 16 rows 0.921x) but 1.12-1.62x on two; and the path may not
-// depend on the thread count, which would change the sums' order where k exceeds KC.
+// kernel for any number of rows that broadcasts A's values from memory took 0.68-0.92x the
+// streamed path's time on one thread (8 rows 0.683x, 16 rows 0.921x) but 1.12-1.62x on two.
+// The path may not depend on the thread count (the sums' order would change where k exceeds KC),
+// so 5 to kRowsMax rows take that kernel on one thread and split the rows on more, each thread a
+// register tile of 2-4 rows reading all of B: 5, 6, 8 rows 0.68-0.70x the time on one thread,
+// 0.954x, 0.958x, 1.025x on two, 7 rows 0.899x on two, 8 x 768 x 3072 0.776x, 6 x 512 x 1024
+// 0.527x, 8 x 512 x 768 on two 0.780x; with B within L2 the tiles are faster (8 x 256 x 512 took
+// 1.43x the time by rows, 8 x 64 x 64 1.69x), so those keep them.
 // A B^T (a weight matrix stored [out, in]) is read row after row too, each output a dot product
 // (Kernels::gemm_rows_t), prefetching 4 KiB ahead: A B^T 1 x 2304 x 768 0.59x the time of the
 // streamed path (0.62x without the prefetch), 4 x 2304 x 768 0.60x (0.76x; two threads 0.61x;
@@ -191,10 +197,14 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
 // ahead, took 1.06-1.08x the time.
 constexpr std::size_t kRowsAccFloats = 8192;
 constexpr std::size_t kRowsColumns = 64;
+constexpr std::size_t kRowsMax = 8;  // row-major B; B^T: Kernels::gemm_rows_max
 
 bool use_rows(const Kernels& kern, const GemmShape& s, const GemmOperand& a, const GemmOperand& b) {
-  return kern.gemm_rows != nullptr && s.m <= kern.gemm_rows_max && a.cs == 1 &&
-         (b.cs == 1 || b.rs == 1) && s.n > kern.gemm_direct_nr;
+  if (kern.gemm_rows == nullptr || a.cs != 1 || s.n <= kern.gemm_direct_nr) return false;
+  if (b.cs != 1) return b.rs == 1 && s.m <= kern.gemm_rows_max;
+  // More rows only where B is beyond L2 (the tiles read a B within it faster).
+  return s.m <= kern.gemm_rows_max ||
+         (s.m <= kRowsMax && s.k * s.n * sizeof(float) > cpu_info().l2_bytes / 2);
 }
 
 GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
@@ -423,6 +433,15 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
                const float* bias, float* scratch) {
   const std::size_t block = kRowsAccFloats / s.m / kRowsColumns * kRowsColumns;
   run_parallel(threads, [&](int t, int nt) {
+    if (s.m > kern.gemm_rows_max && nt > 1) {  // row-major B: the threads split the rows
+      std::size_t r0, r1;
+      static_range(s.m, t, nt, &r0, &r1);
+      if (r0 >= r1) return;
+      kern.gemm_rows(s.k, a.data + r0 * a.rs, a.rs, b.data, b.rs, c + r0 * ldc, ldc, alpha, beta,
+                     r1 - r0, s.n, bias, scratch + static_cast<std::size_t>(t) * kRowsAccFloats,
+                     kRowsAccFloats / (r1 - r0) / kRowsColumns * kRowsColumns);
+      return;
+    }
     std::size_t begin, end;
     static_range((s.n + kRowsColumns - 1) / kRowsColumns, t, nt, &begin, &end);
     const std::size_t j0 = begin * kRowsColumns, j1 = std::min(end * kRowsColumns, s.n);

@@ -63,6 +63,32 @@ inline void rows_pass(const float* a, std::size_t lda, const float* b, std::size
   }
 }
 
+// rows_pass for a number of rows known only at run time (more than the tiles' 4), too many for
+// R x U broadcasts in registers: each of A's values is broadcast from memory as its FMA needs it.
+// Each element's sum still runs over k in order.
+template <class A, int U>
+inline void rows_pass_many(std::size_t rows, const float* a, std::size_t lda, const float* b,
+                           std::size_t ldb, std::size_t w, float* acc, std::size_t lacc) {
+  using V = vfloat<A>;
+  constexpr std::size_t L = lanes<A>;
+  for (std::size_t j = 0; j < w; j += L) {
+    const std::size_t t = w - j < L ? w - j : L;
+    V bv[U];
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u)
+      bv[u] = load_n<A>(b + static_cast<std::size_t>(u) * ldb + j, t, 0.0f);
+    for (std::size_t i = 0; i < rows; ++i) {
+      const float* ai = a + i * lda;
+      float* row = acc + i * lacc + j;
+      V s = load_n<A>(row, t, 0.0f);
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u)
+        s = fmadd<A>(V(ai[u]), bv[u], s);
+      store_n<A>(row, t, s);
+    }
+  }
+}
+
 // C[R x n] = alpha * A B + beta * C (+ bias), columns in blocks of `block` (a multiple of the
 // lanes) whose R x block accumulators live in acc; per block the sums
 // start at -0 (as the register tiles' do) and take U rows of B per pass over them, then go to C as
@@ -70,23 +96,32 @@ inline void rows_pass(const float* a, std::size_t lda, const float* b, std::size
 template <class A, int R>
 void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const float* b,
                       std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
-                      std::size_t n, const float* bias, float* acc, std::size_t block) {
+                      std::size_t m, std::size_t n, const float* bias, float* acc,
+                      std::size_t block) {
+  const std::size_t rows = R == 0 ? m : static_cast<std::size_t>(R);  // R == 0: m rows
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
-  constexpr int U = R <= 2 || L == 16 ? 4 : 2;  // R * U broadcasts, R sums, U rows of B
+  constexpr int U = R == 0 || R <= 2 || L == 16 ? 4 : 2;  // R * U broadcasts, R sums, U rows
   const V va(alpha), vb(beta);
   for (std::size_t j0 = 0; j0 < n; j0 += block) {
     const std::size_t w = n - j0 < block ? n - j0 : block;
-    for (std::size_t i = 0; i < static_cast<std::size_t>(R); ++i) {
+    for (std::size_t i = 0; i < rows; ++i) {
       for (std::size_t j = 0; j < w; ++j)
         acc[i * block + j] = -0.0f;
     }
     std::size_t p = 0;
-    for (; p + U <= k; p += U)
-      rows_pass<A, R, U>(a + p, lda, b + p * ldb + j0, ldb, w, acc, block);
-    for (; p < k; ++p)
-      rows_pass<A, R, 1>(a + p, lda, b + p * ldb + j0, ldb, w, acc, block);
-    for (std::size_t i = 0; i < static_cast<std::size_t>(R); ++i) {
+    if constexpr (R == 0) {
+      for (; p + U <= k; p += U)
+        rows_pass_many<A, U>(rows, a + p, lda, b + p * ldb + j0, ldb, w, acc, block);
+      for (; p < k; ++p)
+        rows_pass_many<A, 1>(rows, a + p, lda, b + p * ldb + j0, ldb, w, acc, block);
+    } else {
+      for (; p + U <= k; p += U)
+        rows_pass<A, R, U>(a + p, lda, b + p * ldb + j0, ldb, w, acc, block);
+      for (; p < k; ++p)
+        rows_pass<A, R, 1>(a + p, lda, b + p * ldb + j0, ldb, w, acc, block);
+    }
+    for (std::size_t i = 0; i < rows; ++i) {
       const float* s = acc + i * block;
       float* row = c + i * ldc + j0;
       for (std::size_t j = 0; j < w; j += L) {
