@@ -37,7 +37,8 @@ using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, floa
                              std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
                              const float* bias, const L2Prefetch& next);
 
-// The rows kernel: C[m x n] (m <= Kernels::gemm_rows_max) = alpha * A B + beta * C (+ bias, n
+// The rows kernel: C[m x n] (m >= 1: register tiles up to Kernels::gemm_rows_max rows, A's values
+// broadcast from memory above) = alpha * A B + beta * C (+ bias, n
 // values added to every row) with A row-major (row stride lda) and B row-major (row stride
 // ldb), B read row after row (matmul/gemm_rows_kernel.hpp). acc holds m * block floats of
 // scratch; block is a multiple of the ISA's lanes. beta == 0: C is not read.
@@ -178,8 +179,8 @@ struct Kernels {
   // The same tile on one packed NR-wide panel of B (ldb == gemm_nr) for GemmPath::wide_panels,
   // where the ISA has a k loop for A's rows in place that pays there (AVX-512); else nullptr.
   GemmDirectKernel gemm_wide_panel;
-  // At most gemm_rows_max rows against a row-major B read row after row (GemmPath::rows in
-  // matmul/gemm.cpp); nullptr (and 0) on the scalar table.
+  // Few rows against a row-major B read row after row (GemmPath::rows in matmul/gemm.cpp), with
+  // register tiles of up to gemm_rows_max rows; nullptr (and 0) on the scalar table.
   std::size_t gemm_rows_max;
   GemmRowsKernel gemm_rows;
   // The same rows against op(B) = B^T (a GemmDirectKernel whose b holds n rows of k contiguous
