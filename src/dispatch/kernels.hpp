@@ -37,11 +37,11 @@ using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, floa
                              std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n,
                              const float* bias, const L2Prefetch& next);
 
-// The rows kernel: C[m x n] (m >= 1: register tiles up to Kernels::gemm_rows_max rows, A's values
-// broadcast from memory above) = alpha * A B + beta * C (+ bias, n
-// values added to every row) with A row-major (row stride lda) and B row-major (row stride
-// ldb), B read row after row (matmul/gemm_rows_kernel.hpp). acc holds m * block floats of
-// scratch; block is a multiple of the ISA's lanes. beta == 0: C is not read.
+// The rows kernel: C[m x n] = alpha * A B + beta * C (+ bias, n values added to every row) with
+// A row-major (row stride lda) and B row-major (row stride ldb), B read row after row
+// (matmul/gemm_rows_kernel.hpp): any m >= 1, register tiles up to Kernels::gemm_rows_max rows and
+// A's values broadcast from memory above. acc holds m * block floats of scratch; block is a
+// multiple of the ISA's lanes. beta == 0: C is not read.
 using GemmRowsKernel = void (*)(std::size_t k, const float* a, std::size_t lda, const float* b,
                                 std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
                                 std::size_t m, std::size_t n, const float* bias, float* acc,
