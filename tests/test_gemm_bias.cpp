@@ -31,12 +31,14 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
   // 67 x 64 x 300: AVX-512's wide tile in k chunks (193 = 128 + 65 too); 70 x 100 x 300: the
   // no-packing path, or B packed (AVX-512: into the wide tile's panels), by CPU;
   // 70 x 130 x 1100: k > 1024 is packed, in KC passes; 5 x 16 x 64: one no-packing tile (the
-  // seed's shape); 9 x 2100 x 300: few rows against a large B, packed one sliver at a time
-  // (GemmPath::streamed; 3 KC passes on SSE2, 2 on AVX2); 1 x 3000 x 9 and 4 x 100 x 70 (one
-  // column block) and 4 x 2100 x 270 (two; 3 threads split its columns): B read row after row
-  // (GemmPath::rows), and 6 x 2100 x 150 (B over half of L2: 6 rows on one thread, 2 on each of
-  // three); the last three with B^T: rows of B^T as dot products (GemmPath::rows; at
-  // 4 x 2100 x 137 on 3 threads), and 70 x 130 x 300 packed.
+  // seed's shape); 9 x 2100 x 300: few rows against a large B read in place, its rows
+  // prefetched (GemmPath::prefetched, 2 chunks of k: the bias goes in once); 1 x 3000 x 9 and
+  // 4 x 100 x 70 (one column block) and 4 x 2100 x 270 (two; 3 threads split its columns): B
+  // read row after row (GemmPath::rows), and 6 x 2100 x 150 (B over half of L2: on AVX2 the rows
+  // path, 6 rows on one thread, 2 on each of three; GemmPath::prefetched elsewhere); the last
+  // four with B^T: rows of B^T as dot products (GemmPath::rows; at 4 x 2100 x 137 on 3 threads),
+  // 70 x 130 x 300 packed, and 9 x 2100 x 300 packed one sliver at a time (GemmPath::streamed;
+  // 3 KC passes on SSE2, 2 on AVX2).
   const BiasCase cases[] = {
       {67, 64, 300, 1.0f, 0.0f},        {64, 64, 193, -0.5f, 1.0f},
       {70, 100, 300, 1.0f, 0.5f},       {70, 130, 1100, 1.0f, 0.0f},
@@ -44,7 +46,7 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
       {1, 3000, 9, 1.0f, 0.0f},         {4, 100, 70, -0.5f, 1.0f},
       {4, 2100, 270, 1.0f, 0.0f},       {6, 2100, 150, 1.0f, 0.5f},
       {2, 100, 70, 1.0f, 0.0f, true},   {4, 2100, 137, -0.5f, 1.0f, true},
-      {70, 130, 300, 1.0f, 0.5f, true},
+      {70, 130, 300, 1.0f, 0.5f, true}, {9, 2100, 300, -0.5f, 1.0f, true},
   };
 
   for (attn::Isa isa : attn_test::test_isas()) {

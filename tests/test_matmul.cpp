@@ -291,9 +291,11 @@ TEST_CASE("matmul: up to 4 rows against a B or B^T read in memory order", "[matm
   // GemmPath::rows (matmul/gemm.cpp) on the SIMD ISAs. With B row-major, the rows kernel reads
   // B row after row, 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes),
   // then single rows for the rest of k, into blocks of 8192 / m columns (rounded down to 64) of
-  // scratch; the threads split the columns in runs of 64. 5 to 8 rows take it where B is over
-  // half of L2 (these four cases' B: 1.04-1.20 MiB), with A's values broadcast from memory on
-  // one thread and the rows split among threads (2 to 4 each, the register tiles) on more. Cases: k
+  // scratch; the threads split the columns in runs of 64. 5 to 8 rows take it on AVX2 where B is
+  // over half of L2 (these four cases' B: 1.04-1.20 MiB), with A's values broadcast from memory on
+  // one thread and the rows split among threads (2 to 4 each, the register tiles) on more (the
+  // other ISAs' GemmPath::prefetched tile takes them from Kernels::gemm_prefetch_b_min_rows: see
+  // the next test). Cases: k
   // = 1 (no whole pass), 7 (a pass and 3 single rows), 331; n not a multiple of any vector (33,
   // 2100, 4250), and over one block (m = 1: 9000 columns, 2 blocks; m = 4: 4250, 3 blocks of 2048);
   // every row count. With B^T (the last six; a stride past the row, so that k = 1 is a B^T too),
@@ -325,6 +327,27 @@ TEST_CASE("matmul: up to 4 rows against a B or B^T read in memory order", "[matm
   run_across_threads(cases, {1, 2, 3}, 37);
 }
 
+TEST_CASE("matmul: 5 to 48 rows against a large B read in place, its rows prefetched", "[matmul]") {
+  // From Kernels::gemm_prefetch_b_min_rows (5; AVX2 9) to 48 rows of a row-major A against a
+  // row-major B over half of L2 take GemmPath::prefetched (matmul/gemm.cpp) on the SIMD ISAs: the
+  // threads split B's column panels (AVX-512 48 wide, AVX2 16, SSE2 8, NEON 12), each panel's rows
+  // in near-equal groups of at most 8 (AVX-512, NEON) or 6 (AVX2, SSE2) rows, k in chunks of 256
+  // whose first applies alpha and beta and the others add to C. Cases: 9 rows (groups 5 + 4),
+  // 13 (7 + 6; 5 + 4 + 4), 40 (5 groups of 8; 7 of 5-6), 8 (one group; AVX2's rows path); k of
+  // 300 (a chunk and 44 steps), 600, 260 (4 steps past the chunk) and 1030 (5 chunks, the last of
+  // 6 steps); last panels of 40, 22, 22 and 40 columns of 48 (AVX2 8, 6, 6, 8 of 16); strides
+  // past the row; threads 1, 2 and 3 bit-identical. B: 1.2, 2.5, 1.07 and 4.1 MB; the second and
+  // fourth are over half of the 4 MiB L2 that the emulators (qemu) report, so that the emulated CI
+  // runs (AVX2, SSE2, NEON) take the path too.
+  const Case cases[] = {
+      {9, 1000, 300, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+      {13, 1030, 600, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
+      {40, 1030, 260, Transpose::no, Transpose::no, 2.0f, -0.5f, 1},
+      {8, 1000, 1030, Transpose::no, Transpose::no, 1.0f, 1.0f, 2},
+  };
+  run_across_threads(cases, {1, 2, 3}, 41);
+}
+
 TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[matmul]") {
   // Where all of op(A)'s rows, packed for one KC block, fit in half of L2 and the packed
   // KC x NC panel of B would not fit in half of it (GemmPath::streamed, matmul/gemm.cpp), each
@@ -332,7 +355,8 @@ TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[m
   // each sliver; the threads split the column panels. n >= 2100 makes the panel larger than
   // 1 MiB on every ISA's KC (128 on SSE2); on a CPU with a larger L2 these shapes run the Goto
   // path instead. Rows from 1 (an A^T with a stride past its row: with none, one row of A^T is a
-  // row-major row and takes GemmPath::rows) to 21; k of 130-600, so 2 to 5 KC passes on SSE2 (KC
+  // row-major row and takes GemmPath::rows) to 49 (row-major A and B: fewer rows take
+  // GemmPath::prefetched); k of 130-600, so 2 to 5 KC passes on SSE2 (KC
   // 128) and 2 or 3 at k >= 300 on AVX2 (KC 256); last panels of
   // 52, 0, 38, 54, 40 columns of 64 (AVX-512); all four transposes; strides past the row; threads
   // 1, 2 and 3 bit-identical (gemm runs one thread below 2 MFLOP; each of these
@@ -341,7 +365,7 @@ TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[m
       {1, 2100, 600, Transpose::yes, Transpose::no, 1.0f, 0.0f, 1},
       {5, 2112, 300, Transpose::yes, Transpose::no, -0.5f, 1.0f, 3},
       {13, 2150, 140, Transpose::no, Transpose::yes, 1.0f, 1.0f, 1},
-      {21, 2102, 140, Transpose::no, Transpose::no, 2.0f, -0.5f, 0},
+      {49, 2102, 130, Transpose::no, Transpose::no, 2.0f, -0.5f, 0},
       {7, 4200, 130, Transpose::yes, Transpose::yes, 1.0f, 0.0f, 2},
   };
   run_across_threads(cases, {1, 2, 3}, 31);
@@ -378,7 +402,8 @@ TEST_CASE("matmul: a zero result has the reference's sign (alpha >= 0, beta = 0)
   // the additive identity, so c(0, 0) is -0, -0 and +0 on every path: full or edge tile, packed
   // or not, narrow or wide (and the no-packing 6 x 64 tile, 64 x 64 x 192), KC passes (k = 600),
   // the one-tile path, the rows kernels of 1-4 rows against B and B^T (the last four; B^T's last
-  // partial vector multiplies fills whose product is -0); and k = 0 gives alpha * -0.
+  // partial vector multiplies fills whose product is -0), GemmPath::prefetched's k chunks
+  // (9 x 1000 x 300, B over half of a 2 MiB L2); and k = 0 gives alpha * -0.
   struct Shape {
     std::size_t m, n, k;
     Transpose ta, tb;
@@ -393,7 +418,7 @@ TEST_CASE("matmul: a zero result has the reference's sign (alpha >= 0, beta = 0)
       {20, 1100, 3, Transpose::no, Transpose::no}, {3, 5, 0, Transpose::no, Transpose::no},
       {64, 64, 192, Transpose::no, Transpose::no}, {1, 40, 1, Transpose::no, Transpose::no},
       {3, 70, 5, Transpose::no, Transpose::no},    {1, 40, 3, Transpose::no, Transpose::yes},
-      {4, 33, 37, Transpose::no, Transpose::yes},
+      {4, 33, 37, Transpose::no, Transpose::yes},  {9, 1000, 300, Transpose::no, Transpose::no},
   };
   const float a_values[] = {-1e-30f, -1.0f, 1.0f}, b_values[] = {1e-30f, 0.0f, 0.0f};
   const bool negative[] = {true, true, false};

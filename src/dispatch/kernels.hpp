@@ -186,6 +186,14 @@ struct Kernels {
   // The same rows against op(B) = B^T (a GemmDirectKernel whose b holds n rows of k contiguous
   // floats, row stride ldb), as dot products read in memory order; nullptr on the scalar table.
   GemmDirectKernel gemm_rows_t;
+  // A no-packing tile of up to gemm_prefetch_b_mr rows and gemm_prefetch_b_nr columns that
+  // prefetches B's rows a few k steps ahead (GemmPath::prefetched in matmul/gemm.cpp: from
+  // gemm_prefetch_b_min_rows to a few dozen rows against a row-major B beyond L2; fewer take
+  // gemm_rows); m >= 1. nullptr (and 0) on the scalar table.
+  std::size_t gemm_prefetch_b_min_rows;
+  std::size_t gemm_prefetch_b_mr;
+  std::size_t gemm_prefetch_b_nr;
+  GemmDirectKernel gemm_prefetch_b;
 
   // The fused attention's register tile, which may differ from the GEMM's (the GEMM's widest
   // tile would pad a head dimension of 80 to 128): S = scale * Q K^T by attention_scores (a

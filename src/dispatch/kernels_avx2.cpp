@@ -13,6 +13,10 @@
 #define ATTN_GEMM_PACK_B_ROWS gemm_pack_b_rows_16
 #define ATTN_GEMM_PACK_B_COLS gemm_pack_b_cols_16
 #define ATTN_GEMM_DIRECT_MR 6
+// GemmPath::prefetched: the direct tile's 6 x 16 (12 accumulators of 16 registers).
+#define ATTN_GEMM_PREFETCH_B_MR 6
+#define ATTN_GEMM_PREFETCH_B_NV 2
+#define ATTN_GEMM_PREFETCH_B_MIN_ROWS 9  // 5-8 rows: gemm_rows (see use_prefetched)
 #define ATTN_GEMM_LANES 8
 #define ATTN_GEMM_MR 6
 #define ATTN_GEMM_NR 16

@@ -35,6 +35,10 @@
 #define ATTN_GEMM_DIRECT_PACK_B_COLS gemm_pack_b_cols_32
 // And the 6 x 64 tile without packing, for the products use_direct_wide picks (matmul/gemm.cpp).
 #define ATTN_GEMM_DIRECT_WIDE_MR 6
+// GemmPath::prefetched: 8 x 48 (24 accumulators, 3 B vectors); see gemm_prefetch_b.
+#define ATTN_GEMM_PREFETCH_B_MR 8
+#define ATTN_GEMM_PREFETCH_B_NV 3
+#define ATTN_GEMM_PREFETCH_B_MIN_ROWS 5
 // Fused attention: the 14 x 32 tile (a head dimension of 64 is 2 panels; NR = 64 would pad 80
 // to 128). 56 query rows (4 x MR) against 128 keys: the 56 x 128 score tile (28 KiB) stays in a
 // 48 KiB L1 while it is turned into probabilities; the packed K and V tiles (128 x 64 floats,

@@ -12,6 +12,10 @@
 #define ATTN_GEMM_PACK_B_ROWS gemm_pack_b_rows_12
 #define ATTN_GEMM_PACK_B_COLS gemm_pack_b_cols_12
 #define ATTN_GEMM_DIRECT_MR 8
+// GemmPath::prefetched: 8 x 12 (24 accumulators of 32 registers).
+#define ATTN_GEMM_PREFETCH_B_MR 8
+#define ATTN_GEMM_PREFETCH_B_NV 3
+#define ATTN_GEMM_PREFETCH_B_MIN_ROWS 5
 #define ATTN_GEMM_LANES 4
 #define ATTN_GEMM_MR 8
 #define ATTN_GEMM_NR 12

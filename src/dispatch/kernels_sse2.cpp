@@ -17,6 +17,10 @@
 #define ATTN_GEMM_PACK_B_ROWS gemm_pack_b_rows_8
 #define ATTN_GEMM_PACK_B_COLS gemm_pack_b_cols_8
 #define ATTN_GEMM_DIRECT_MR 6
+// GemmPath::prefetched: 6 x 8 (12 accumulators of 16 registers).
+#define ATTN_GEMM_PREFETCH_B_MR 6
+#define ATTN_GEMM_PREFETCH_B_NV 2
+#define ATTN_GEMM_PREFETCH_B_MIN_ROWS 5
 #define ATTN_GEMM_LANES 4
 #define ATTN_GEMM_MR 4
 #define ATTN_GEMM_NR 8

@@ -121,7 +121,8 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
          s.k >= 192 && s.m >= 64;
 }
 
-// Which path a product takes (gemm_path). At most 4 rows go to GemmPath::rows (use_rows), and a
+// Which path a product takes (gemm_path). At most 4 rows go to GemmPath::rows (use_rows), up to
+// 48 rows against a row-major B beyond half of L2 to GemmPath::prefetched (use_prefetched), and a
 // few hundred rows against a B too large for L2 to GemmPath::streamed (use_streamed); below,
 // the rest. Row-major A with a B that fits in half of L2 skips packing: the
 // direct kernel streams B from L2 at a fraction of the FMA rate and reads A rows from L1, so
@@ -145,7 +146,7 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
 constexpr std::size_t kMinPackedRows = 64;
 constexpr std::size_t kMaxInPlaceCols = 64;
 
-enum class GemmPath { direct, wide_panels, packed, streamed, rows };
+enum class GemmPath { direct, wide_panels, packed, streamed, rows, prefetched };
 
 // GemmPath::streamed: few rows of A against a B whose packed KC x n panel would not fit in half
 // of L2. The Goto loop packs the KC x NC part of it whole before any kernel call, so for few rows
@@ -202,14 +203,50 @@ constexpr std::size_t kRowsMax = 8;  // row-major B; B^T: Kernels::gemm_rows_max
 bool use_rows(const Kernels& kern, const GemmShape& s, const GemmOperand& a, const GemmOperand& b) {
   if (kern.gemm_rows == nullptr || a.cs != 1 || s.n <= kern.gemm_direct_nr) return false;
   if (b.cs != 1) return b.rs == 1 && s.m <= kern.gemm_rows_max;
-  // More rows only where B is beyond L2 (the tiles read a B within it faster).
-  return s.m <= kern.gemm_rows_max ||
-         (s.m <= kRowsMax && s.k * s.n * sizeof(float) > cpu_info().l2_bytes / 2);
+  // More rows only where B is beyond L2 (the tiles read a B within it faster) and the ISA's
+  // GemmPath::prefetched tile does not take them.
+  return s.m <= kern.gemm_rows_max || (s.m <= kRowsMax && s.m < kern.gemm_prefetch_b_min_rows &&
+                                       s.k * s.n * sizeof(float) > cpu_info().l2_bytes / 2);
+}
+
+// GemmPath::prefetched: from Kernels::gemm_prefetch_b_min_rows (above the rows path) to
+// kPrefetchedMaxRows rows of a row-major A against a row-major B beyond half of L2 (a few
+// tokens' projections: a prefill chunk, a batch of decoding steps, speculative decoding),
+// computed by a register tile that reads B in place and prefetches its rows ahead
+// (Kernels::gemm_prefetch_b): B is read from L3 or memory once, by the first group of rows of
+// each column panel, and no scratch is written. The streamed path packs each sliver of B first
+// (the packing's reads, rows ~9 KiB apart, waited on L3: half of 16 x 2304 x 768's samples) and
+// the rows path (5-8 rows) keeps the sums in L1 (a load and a store per 4 FMAs: about half the
+// FMA rate). k runs in chunks of kPrefetchedKc, every panel of the thread per chunk, so that one
+// chunk's rows of B (256 pages for a row of at least 4 KiB) stay in the TLB and in L2 for the
+// later groups: without them, 8 x 3072 x 768 took 1.22x and 16 x 768 x 3072 1.22x the previous
+// paths' time, with them 0.92x and 0.73x (KC 128, 192 and 384 no better). Intel Xeon of the
+// README, AVX-512 (8 x 48 tile), bench/ab-lib against the rows (5-8 rows) and streamed paths,
+// 9-11 pairs: 5 x 2304 x 768 0.94x the time, 8 x 2304 x 768 0.83x, 8 x 768 x 3072 0.73x,
+// 16 x 2304 x 768 0.76x, 16 x 3072 x 768 0.73x, 16 x 768 x 3072 0.71x, 16 x 4096 x 1024 0.73x,
+// 16 x 768 x 768 0.67x, 32 x 2304 x 768 0.86x, 40 rows 0.91x, 48 rows 1.00x, 48 x 768 x 3072
+// 0.92x, 64 rows 1.03x (so 48 is the limit); two threads (they split the column panels, each
+// reading its part of B) 8 rows 0.58x, 16 rows 0.74x, 32 rows 0.85x, 8 x 3072 x 768 0.64x,
+// 16 x 768 x 3072 0.72x. With the prefetch distance 12 (see kPrefetchBSteps) instead of 8, rows
+// of 12 or 16 KiB (3072 and 4096 columns) lost (8 x 3072 x 768 1.07x the rows path's time,
+// 8 x 4096 x 1024 1.10x). AVX2's 6 x 16 tile, two groups of 4 for 8 rows, took 1.6-1.8x the
+// rows path's time at 8 rows, so AVX2 starts at 9 rows (10 rows 0.86x, 16 0.85x, 48 0.94x
+// against the streamed path); SSE2's 6 x 8: 5 rows 0.96x, 8 rows 0.89x, 16 0.93x, 48 1.00-1.02x.
+// NEON's 8 x 12 tile is not timed (no AArch64 hardware here); it starts at 5 rows as AVX-512's
+// tile of the same shape in registers does.
+constexpr std::size_t kPrefetchedMaxRows = 48;
+constexpr std::size_t kPrefetchedKc = 256;
+
+bool use_prefetched(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
+                    const GemmOperand& b) {
+  return kern.gemm_prefetch_b != nullptr && a.cs == 1 && b.cs == 1 && s.m <= kPrefetchedMaxRows &&
+         s.k * s.n * sizeof(float) > cpu_info().l2_bytes / 2;
 }
 
 GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
                    const GemmOperand& b) {
   if (use_rows(kern, s, a, b)) return GemmPath::rows;
+  if (use_prefetched(kern, s, a, b)) return GemmPath::prefetched;
   const GemmPath packed = use_streamed(kern, s) ? GemmPath::streamed : GemmPath::packed;
   if (a.cs != 1 || s.k > 1024) return packed;
   const CpuInfo& cpu = cpu_info();
@@ -457,6 +494,36 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
   });
 }
 
+// GemmPath::prefetched (see use_prefetched): the threads split B's column panels (each element
+// of C is one thread's, so the sums do not depend on the thread count). Per chunk of k, each
+// panel's rows of C in near-equal groups of at most gemm_prefetch_b_mr; the first chunk applies
+// beta and the bias, the others add to C (as the Goto path's KC blocks do).
+void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float alpha,
+                     const GemmOperand& a, const GemmOperand& b, float beta, float* c,
+                     std::size_t ldc, const float* bias) {
+  const std::size_t nr = kern.gemm_prefetch_b_nr, mr = kern.gemm_prefetch_b_mr;
+  const std::size_t groups = (s.m + mr - 1) / mr;
+  const std::size_t panels = (s.n + nr - 1) / nr;
+  run_parallel(threads, [&](int t, int nt) {
+    std::size_t pb, pe;
+    static_range(panels, t, nt, &pb, &pe);
+    for (std::size_t pc = 0; pc < s.k; pc += kPrefetchedKc) {
+      const std::size_t kc = std::min(kPrefetchedKc, s.k - pc);
+      const float beta_pc = pc == 0 ? beta : 1.0f;
+      for (std::size_t jp = pb; jp < pe; ++jp) {
+        const std::size_t j0 = jp * nr, cols = std::min(nr, s.n - j0);
+        const float* bias_pc = bias != nullptr && pc == 0 ? bias + j0 : nullptr;
+        for (std::size_t g = 0; g < groups; ++g) {
+          std::size_t r0, r1;
+          static_range(s.m, static_cast<int>(g), static_cast<int>(groups), &r0, &r1);
+          kern.gemm_prefetch_b(kc, a.data + r0 * a.rs + pc, a.rs, b.data + pc * b.rs + j0, b.rs,
+                               c + r0 * ldc + j0, ldc, alpha, beta_pc, r1 - r0, cols, bias_pc);
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
@@ -474,6 +541,7 @@ std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape
     }
     return direct_packs_b(b) ? shape.k * round_up(shape.n, kern.gemm_direct_nr) * sizeof(float) : 0;
   }
+  if (path == GemmPath::prefetched) return 0;
   if (path == GemmPath::rows) {
     return static_cast<std::size_t>(threads) * kRowsAccFloats * sizeof(float);
   }
@@ -510,6 +578,10 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
   if (path == GemmPath::wide_panels) {
     gemm_wide_panels(kern, threads, s, alpha, a, b, beta, c, ldc, bias,
                      static_cast<float*>(scratch));
+    return;
+  }
+  if (path == GemmPath::prefetched) {
+    gemm_prefetched(kern, threads, s, alpha, a, b, beta, c, ldc, bias);
     return;
   }
   if (path == GemmPath::rows) {

@@ -6,6 +6,9 @@
 // van de Geijn 2008; BLIS's haswell 6x16 kernel).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "matmul/l2_prefetch.hpp"
@@ -341,7 +344,11 @@ inline void direct_row_ptrs(const float* a, std::size_t lda, std::size_t m,
 // no packing. A is row-major (row i of the tile at a + i * lda, m <= MR rows), B is row-major
 // (row p at b + p * ldb, n <= NR columns, masked loads past n). Contract otherwise as
 // GemmUkernel. Worth it when packing would cost more than the reuse it buys (small m, n, k).
-template <int MR, int NV>
+// With PF > 0, each k step p also prefetches (into L1) the lines of B's row p + PF that the tile
+// will read: B's rows lie a whole row apart, a stride the hardware prefetchers do not follow
+// across pages, so a B in L3 or memory would otherwise arrive one miss at a time. Addresses past
+// the matrix are computed as integers (a prefetch does not fault).
+template <int MR, int NV, std::size_t PF = 0>
 struct gemm_direct_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* a, std::size_t lda, const float* b,
@@ -364,6 +371,16 @@ struct gemm_direct_kernel {
     // `full` is a std::bool_constant: whole-vector loads, or masked loads of an edge panel.
     const auto step = [&](std::size_t p, auto full) {
       const float* bp = b + p * ldb;
+      if constexpr (PF > 0) {
+        constexpr std::size_t kLine = 64, kBytes = NR * sizeof(float);
+        const std::uintptr_t ahead =
+            reinterpret_cast<std::uintptr_t>(bp) + PF * ldb * sizeof(float);
+#pragma GCC unroll 8
+        for (std::size_t l = 0; l < kBytes; l += kLine)
+          __builtin_prefetch(reinterpret_cast<const void*>(ahead + l), 0, 3);
+        // The last byte's line: the one past the others when the row is not line-aligned.
+        __builtin_prefetch(reinterpret_cast<const void*>(ahead + kBytes - 1), 0, 3);
+      }
       V bv[NV];
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) {

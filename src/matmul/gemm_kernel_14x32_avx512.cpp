@@ -8,6 +8,9 @@
 #define ATTN_GEMM_MR_MID 8
 #define ATTN_GEMM_DIRECT_MR 8
 #define ATTN_GEMM_DIRECT_MR_SMALL 6
+// GemmPath::prefetched: 8 x 48 (24 accumulators, 3 B vectors); see gemm_prefetch_b.
+#define ATTN_GEMM_PREFETCH_B_MR 8
+#define ATTN_GEMM_PREFETCH_B_NV 3
 // Narrow calls of at most 6 rows take gemm_direct_narrow_kernel's SPLIT form (one broadcast per
 // FMA, no shuffles): the same library alternating both in one process on the Intel Xeon of the
 // README (medians of 31-41 pairs), 6 x 16 x 64 0.91x the time of the pairs, 6 x 16 x 256 0.91x,

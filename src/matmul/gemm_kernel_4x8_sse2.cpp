@@ -15,6 +15,9 @@
 #define ATTN_GEMM_MR_MID 3
 #define ATTN_GEMM_DIRECT_MR 6
 #define ATTN_GEMM_DIRECT_MR_SMALL 3
+// GemmPath::prefetched: 6 x 8 (12 accumulators of 16 registers).
+#define ATTN_GEMM_PREFETCH_B_MR 6
+#define ATTN_GEMM_PREFETCH_B_NV 2
 #define ATTN_GEMM_KERNEL gemm_kernel_4x8
 #define ATTN_GEMM_PACK_A gemm_pack_a_4
 #define ATTN_GEMM_PACK_A_COLS gemm_pack_a_cols_4
