@@ -333,7 +333,7 @@ TEST_CASE("matmul: 5 to 48 rows against a large B read in place, its rows prefet
   // threads split B's column panels (AVX-512 48 wide, AVX2 16, SSE2 8, NEON 12), each panel's rows
   // in near-equal groups of at most 8 (AVX-512, NEON) or 6 (AVX2, SSE2) rows, k in chunks of 256
   // whose first applies alpha and beta and the others add to C. Cases: 9 rows (groups 5 + 4),
-  // 13 (7 + 6; 5 + 4 + 4), 40 (5 groups of 8; 7 of 5-6), 8 (one group; AVX2's rows path); k of
+  // 13 (7 + 6; 5 + 4 + 4), 24 (3 groups of 8; 4 of 6), 8 (one group; AVX2's rows path); k of
   // 300 (a chunk and 44 steps), 600, 260 (4 steps past the chunk) and 1030 (5 chunks, the last of
   // 6 steps); last panels of 40, 22, 22 and 40 columns of 48 (AVX2 8, 6, 6, 8 of 16); strides
   // past the row; threads 1, 2 and 3 bit-identical. B: 1.2, 2.5, 1.07 and 4.1 MB; the second and
@@ -342,7 +342,7 @@ TEST_CASE("matmul: 5 to 48 rows against a large B read in place, its rows prefet
   const Case cases[] = {
       {9, 1000, 300, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {13, 1030, 600, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
-      {40, 1030, 260, Transpose::no, Transpose::no, 2.0f, -0.5f, 1},
+      {24, 1030, 260, Transpose::no, Transpose::no, 2.0f, -0.5f, 1},
       {8, 1000, 1030, Transpose::no, Transpose::no, 1.0f, 1.0f, 2},
   };
   run_across_threads(cases, {1, 2, 3}, 41);
