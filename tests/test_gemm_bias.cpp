@@ -36,7 +36,8 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
   // 4 x 100 x 70 (one column block) and 4 x 2100 x 270 (two; 3 threads split its columns): B
   // read row after row (GemmPath::rows), and 6 x 2100 x 150 (B over half of L2: on AVX2 the rows
   // path, 6 rows on one thread, 2 on each of three; GemmPath::prefetched elsewhere); the last
-  // four with B^T: rows of B^T as dot products (GemmPath::rows; at 4 x 2100 x 137 on 3 threads),
+  // five with B^T: rows of B^T as dot products (GemmPath::rows; at 4 x 2100 x 137 on 3 threads,
+  // and 7 x 2100 x 150, over half of L2),
   // 70 x 130 x 300 packed, and 9 x 2100 x 300 packed one sliver at a time (GemmPath::streamed;
   // 3 KC passes on SSE2, 2 on AVX2).
   const BiasCase cases[] = {
@@ -47,6 +48,7 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
       {4, 2100, 270, 1.0f, 0.0f},       {6, 2100, 150, 1.0f, 0.5f},
       {2, 100, 70, 1.0f, 0.0f, true},   {4, 2100, 137, -0.5f, 1.0f, true},
       {70, 130, 300, 1.0f, 0.5f, true}, {9, 2100, 300, -0.5f, 1.0f, true},
+      {7, 2100, 150, 1.0f, 0.5f, true},
   };
 
   for (attn::Isa isa : attn_test::test_isas()) {

@@ -286,7 +286,7 @@ TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[mat
   run_across_threads(cases, {1, 2, 3}, 29);
 }
 
-TEST_CASE("matmul: up to 4 rows against a B or B^T read in memory order", "[matmul]") {
+TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul]") {
   // m <= 4 (Kernels::gemm_rows_max) with A row-major and n wider than one no-packing tile takes
   // GemmPath::rows (matmul/gemm.cpp) on the SIMD ISAs. With B row-major, the rows kernel reads
   // B row after row, 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes),
@@ -298,14 +298,16 @@ TEST_CASE("matmul: up to 4 rows against a B or B^T read in memory order", "[matm
   // the next test). Cases: k
   // = 1 (no whole pass), 7 (a pass and 3 single rows), 331; n not a multiple of any vector (33,
   // 2100, 4250), and over one block (m = 1: 9000 columns, 2 blocks; m = 4: 4250, 3 blocks of 2048);
-  // every row count. With B^T (the last six; a stride past the row, so that k = 1 is a B^T too),
+  // every row count. With B^T (the last nine; a stride past the row, so that k = 1 is a B^T too),
   // each output is a dot product of a row of A and a row of B^T in 4 (1 row), 2 (2 rows) or 1
   // vector accumulators, a last partial vector, one vector's worth of outputs summed at once: k of
-  // 1 (the partial vector alone), 7, 64 (whole vectors), 167, 600 and 1030; n of 33 (a partial
-  // group of outputs), 70, 100, 2100, 4250. Alpha 1 with beta 0, alpha and beta other than 0 and 1;
-  // strides past the row; threads 1, 2 and 3 bit-identical (gemm runs one thread below 2 MFLOP:
-  // 9000 x 7 does not, 4250 x 70, 2100 x 331 and the B^T cases of 167-1030 do). The scalar ISA and
-  // A^T take other paths.
+  // 1 (the partial vector alone), 7, 64 (whole vectors), 137, 167, 300, 600 and 1030; n of 33 (a
+  // partial group of outputs), 70, 100, 1100, 2100, 4250; 5 to 8 rows (Kernels::gemm_rows_t_max)
+  // where B^T is over half of L2 and A's rows fit in two thirds of L1 (the last three: B^T 1.15,
+  // 1.32 and 2.5 MB, the last over half of the emulators' 4 MiB L2 too). Alpha 1 with beta 0, alpha
+  // and beta other than 0 and 1; strides past the row; threads 1, 2 and 3 bit-identical (gemm runs
+  // one thread below 2 MFLOP: 9000 x 7 does not, 4250 x 70, 2100 x 331 and the B^T cases of
+  // 167-1030 do). The scalar ISA and A^T take other paths.
   const Case cases[] = {
       {1, 9000, 7, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {2, 33, 1, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
@@ -323,6 +325,9 @@ TEST_CASE("matmul: up to 4 rows against a B or B^T read in memory order", "[matm
       {2, 2100, 600, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
       {4, 70, 64, Transpose::no, Transpose::yes, 1.0f, 1.0f, 2},
       {4, 100, 1, Transpose::no, Transpose::yes, 1.0f, 0.0f, 2},
+      {5, 2100, 137, Transpose::no, Transpose::yes, 1.0f, 0.0f, 3},
+      {8, 1100, 300, Transpose::no, Transpose::yes, -0.5f, 1.0f, 0},
+      {6, 2100, 300, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1},
   };
   run_across_threads(cases, {1, 2, 3}, 37);
 }
@@ -402,23 +407,25 @@ TEST_CASE("matmul: a zero result has the reference's sign (alpha >= 0, beta = 0)
   // the additive identity, so c(0, 0) is -0, -0 and +0 on every path: full or edge tile, packed
   // or not, narrow or wide (and the no-packing 6 x 64 tile, 64 x 64 x 192), KC passes (k = 600),
   // the one-tile path, the rows kernels of 1-4 rows against B and B^T (the last four; B^T's last
-  // partial vector multiplies fills whose product is -0), GemmPath::prefetched's k chunks
+  // partial vector multiplies fills whose product is -0; 5 x 2100 x 130 the B^T kernel's 5 rows,
+  // B^T over half of a 2 MiB L2), GemmPath::prefetched's k chunks
   // (9 x 1000 x 300, B over half of a 2 MiB L2); and k = 0 gives alpha * -0.
   struct Shape {
     std::size_t m, n, k;
     Transpose ta, tb;
   };
   const Shape shapes[] = {
-      {8, 32, 1, Transpose::no, Transpose::no},    {7, 32, 1, Transpose::no, Transpose::no},
-      {6, 16, 1, Transpose::no, Transpose::no},    {6, 16, 3, Transpose::no, Transpose::no},
-      {8, 16, 2, Transpose::no, Transpose::no},    {1, 1, 1, Transpose::no, Transpose::no},
-      {8, 32, 1, Transpose::no, Transpose::yes},   {9, 40, 5, Transpose::no, Transpose::yes},
-      {6, 64, 1, Transpose::yes, Transpose::no},   {5, 64, 1, Transpose::yes, Transpose::no},
-      {6, 16, 1, Transpose::yes, Transpose::no},   {13, 70, 600, Transpose::yes, Transpose::no},
-      {20, 1100, 3, Transpose::no, Transpose::no}, {3, 5, 0, Transpose::no, Transpose::no},
-      {64, 64, 192, Transpose::no, Transpose::no}, {1, 40, 1, Transpose::no, Transpose::no},
-      {3, 70, 5, Transpose::no, Transpose::no},    {1, 40, 3, Transpose::no, Transpose::yes},
-      {4, 33, 37, Transpose::no, Transpose::yes},  {9, 1000, 300, Transpose::no, Transpose::no},
+      {8, 32, 1, Transpose::no, Transpose::no},      {7, 32, 1, Transpose::no, Transpose::no},
+      {6, 16, 1, Transpose::no, Transpose::no},      {6, 16, 3, Transpose::no, Transpose::no},
+      {8, 16, 2, Transpose::no, Transpose::no},      {1, 1, 1, Transpose::no, Transpose::no},
+      {8, 32, 1, Transpose::no, Transpose::yes},     {9, 40, 5, Transpose::no, Transpose::yes},
+      {6, 64, 1, Transpose::yes, Transpose::no},     {5, 64, 1, Transpose::yes, Transpose::no},
+      {6, 16, 1, Transpose::yes, Transpose::no},     {13, 70, 600, Transpose::yes, Transpose::no},
+      {20, 1100, 3, Transpose::no, Transpose::no},   {3, 5, 0, Transpose::no, Transpose::no},
+      {64, 64, 192, Transpose::no, Transpose::no},   {1, 40, 1, Transpose::no, Transpose::no},
+      {3, 70, 5, Transpose::no, Transpose::no},      {1, 40, 3, Transpose::no, Transpose::yes},
+      {4, 33, 37, Transpose::no, Transpose::yes},    {9, 1000, 300, Transpose::no, Transpose::no},
+      {5, 2100, 130, Transpose::no, Transpose::yes},
   };
   const float a_values[] = {-1e-30f, -1.0f, 1.0f}, b_values[] = {1e-30f, 0.0f, 0.0f};
   const bool negative[] = {true, true, false};

@@ -184,7 +184,9 @@ struct Kernels {
   std::size_t gemm_rows_max;
   GemmRowsKernel gemm_rows;
   // The same rows against op(B) = B^T (a GemmDirectKernel whose b holds n rows of k contiguous
-  // floats, row stride ldb), as dot products read in memory order; nullptr on the scalar table.
+  // floats, row stride ldb), as dot products read in memory order, up to gemm_rows_t_max rows;
+  // nullptr (and 0) on the scalar table.
+  std::size_t gemm_rows_t_max;
   GemmDirectKernel gemm_rows_t;
   // A no-packing tile of up to gemm_prefetch_b_mr rows and gemm_prefetch_b_nr columns that
   // prefetches B's rows a few k steps ahead (GemmPath::prefetched in matmul/gemm.cpp: from

@@ -37,6 +37,7 @@ const Kernels kScalarKernels = {
     nullptr,
     0,
     nullptr,
+    0,
     nullptr,
     0,
     0,

@@ -194,19 +194,33 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
 // (Kernels::gemm_rows_t), prefetching 4 KiB ahead: A B^T 1 x 2304 x 768 0.59x the time of the
 // streamed path (0.62x without the prefetch), 4 x 2304 x 768 0.60x (0.76x; two threads 0.61x;
 // AVX2 0.53x, SSE2 0.45x), and against the no-packing path 2 x 100 x 300 0.48x, 4 x 40 x 64
-// 0.95x (bench/ab-lib, 7-9 pairs). The same prefetch in the row-major kernel, 4 passes of B
-// ahead, took 1.06-1.08x the time.
+// 0.95x (bench/ab-lib, 7-9 pairs). 5 to Kernels::gemm_rows_t_max (8) rows take it too where B^T
+// is beyond half of L2 and A's rows, which every dot product reads again, fit in two thirds of
+// L1 (one register per row, one vector of B^T loaded per step: 9 loads per 8 FMAs at 8 rows):
+// A B^T 8 x 2304 x 768 0.78x the time of the streamed path (two threads 0.79x; AVX2 0.67x, SSE2
+// 0.66x), 7 rows 0.70x, 5 rows 0.63x (two threads 0.63x), 8 x 4096 x 1024 0.61x. Not with A
+// beyond L1 (8 x 768 x 3072, A 96 KiB: 1.26x) nor for more rows in groups of 8 over blocks of
+// 64 rows of B^T (16 x 2304 x 768 0.87x, but 12 rows 1.11x, 32 rows 1.15x, 48 rows 1.93x). The same
+// prefetch in the row-major kernel, 4 passes of B ahead, took 1.06-1.08x the time.
 constexpr std::size_t kRowsAccFloats = 8192;
 constexpr std::size_t kRowsColumns = 64;
 constexpr std::size_t kRowsMax = 8;  // row-major B; B^T: Kernels::gemm_rows_max
 
 bool use_rows(const Kernels& kern, const GemmShape& s, const GemmOperand& a, const GemmOperand& b) {
   if (kern.gemm_rows == nullptr || a.cs != 1 || s.n <= kern.gemm_direct_nr) return false;
-  if (b.cs != 1) return b.rs == 1 && s.m <= kern.gemm_rows_max;
+  const CpuInfo& cpu = cpu_info();
+  const bool b_beyond_l2 = s.k * s.n * sizeof(float) > cpu.l2_bytes / 2;
+  if (b.cs != 1) {
+    // More rows only where B^T is beyond L2 and A's rows, which every dot product reads, stay
+    // in L1.
+    return b.rs == 1 &&
+           (s.m <= kern.gemm_rows_max || (s.m <= kern.gemm_rows_t_max && b_beyond_l2 &&
+                                          s.m * s.k * sizeof(float) <= cpu.l1d_bytes * 2 / 3));
+  }
   // More rows only where B is beyond L2 (the tiles read a B within it faster) and the ISA's
   // GemmPath::prefetched tile does not take them.
-  return s.m <= kern.gemm_rows_max || (s.m <= kRowsMax && s.m < kern.gemm_prefetch_b_min_rows &&
-                                       s.k * s.n * sizeof(float) > cpu_info().l2_bytes / 2);
+  return s.m <= kern.gemm_rows_max ||
+         (s.m <= kRowsMax && s.m < kern.gemm_prefetch_b_min_rows && b_beyond_l2);
 }
 
 // GemmPath::prefetched: from Kernels::gemm_prefetch_b_min_rows (above the rows path) to
@@ -470,7 +484,7 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
                const float* bias, float* scratch) {
   const std::size_t block = kRowsAccFloats / s.m / kRowsColumns * kRowsColumns;
   run_parallel(threads, [&](int t, int nt) {
-    if (s.m > kern.gemm_rows_max && nt > 1) {  // row-major B: the threads split the rows
+    if (b.cs == 1 && s.m > kern.gemm_rows_max && nt > 1) {  // the threads split the rows
       std::size_t r0, r1;
       static_range(s.m, t, nt, &r0, &r1);
       if (r0 >= r1) return;

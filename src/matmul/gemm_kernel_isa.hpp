@@ -21,6 +21,8 @@ namespace attn::detail {
 
 // Rows of C that one call of gemm_rows takes (Kernels::gemm_rows_max).
 #define ATTN_GEMM_ROWS_MAX 4
+// Rows of C that one call of gemm_rows_t takes (Kernels::gemm_rows_t_max).
+#define ATTN_GEMM_ROWS_T_MAX 8
 
 // The no-packing kernels and the rows kernel.
 #define ATTN_DECLARE_GEMM_DIRECT(isa)                                                              \

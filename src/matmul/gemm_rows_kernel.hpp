@@ -158,14 +158,14 @@ void gemm_rows_t_kernel(A, std::size_t k, const float* a, std::size_t lda, const
     V dots[R][L];
     for (std::size_t jj = 0; jj < L; ++jj) {
       if (jj >= nj) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int i = 0; i < R; ++i)
           dots[i][jj] = V(-0.0f);
         continue;
       }
       const float* bj = bt + (j0 + jj) * ldbt;
       V acc[R][CH];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 4
         for (int h = 0; h < CH; ++h)
@@ -180,7 +180,7 @@ void gemm_rows_t_kernel(A, std::size_t k, const float* a, std::size_t lda, const
 #pragma GCC unroll 4
         for (int h = 0; h < CH; ++h) {
           const V bv = V::load_unaligned(bj + p + static_cast<std::size_t>(h) * L);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (int i = 0; i < R; ++i) {
             const float* ai = a + static_cast<std::size_t>(i) * lda + p + h * L;
             acc[i][h] = fmadd<A>(V::load_unaligned(ai), bv, acc[i][h]);
@@ -190,13 +190,13 @@ void gemm_rows_t_kernel(A, std::size_t k, const float* a, std::size_t lda, const
       for (int h = 0; p < k; p += L, h = (h + 1) % CH) {
         const std::size_t t = k - p < L ? k - p : L;
         const V bv = load_n<A>(bj + p, t, -0.0f);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int i = 0; i < R; ++i) {
           const V av = load_n<A>(a + static_cast<std::size_t>(i) * lda + p, t, 0.0f);
           acc[i][h] = fmadd<A>(av, bv, acc[i][h]);
         }
       }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int i = 0; i < R; ++i) {
         if constexpr (CH == 4) {
           dots[i][jj] = (acc[i][0] + acc[i][1]) + (acc[i][2] + acc[i][3]);
@@ -208,7 +208,7 @@ void gemm_rows_t_kernel(A, std::size_t k, const float* a, std::size_t lda, const
       }
     }
     const V add = bias == nullptr ? V(-0.0f) : load_n<A>(bias + j0, nj, 0.0f);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
       float* row = c + static_cast<std::size_t>(i) * ldc + j0;
       V r = fmadd<A>(va, sum_each<A>(dots[i]), add);
