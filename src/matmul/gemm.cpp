@@ -200,7 +200,10 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
 // A B^T 8 x 2304 x 768 0.78x the time of the streamed path (two threads 0.79x; AVX2 0.67x, SSE2
 // 0.66x), 7 rows 0.70x, 5 rows 0.63x (two threads 0.63x), 8 x 4096 x 1024 0.61x. Not with A
 // beyond L1 (8 x 768 x 3072, A 96 KiB: 1.26x) nor for more rows in groups of 8 over blocks of
-// 64 rows of B^T (16 x 2304 x 768 0.87x, but 12 rows 1.11x, 32 rows 1.15x, 48 rows 1.93x). The same
+// 64 rows of B^T (16 x 2304 x 768 0.87x, but 12 rows 1.11x, 32 rows 1.15x, 48 rows 1.93x);
+// nor did a 4 x 4 tile of dot products (4 rows of A and 4 of B^T per step, 8 loads per 16 FMAs,
+// groups of 4 rows over blocks of 64 columns) help: 16 rows 0.97x, 32 rows 1.14x, 48 rows 1.49x
+// (one of the two operands streams from L2 in every tile). The same
 // prefetch in the row-major kernel, 4 passes of B ahead, took 1.06-1.08x the time.
 constexpr std::size_t kRowsAccFloats = 8192;
 constexpr std::size_t kRowsColumns = 64;
