@@ -14,6 +14,9 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "dispatch/cpu.hpp"
+#include "dispatch/kernels.hpp"
+#include "matmul/gemm.hpp"
 #include "support/test_support.hpp"
 
 using attn::MatrixView;
@@ -336,20 +339,38 @@ TEST_CASE("matmul: 5 to 48 rows against a large B read in place, its rows prefet
   // From Kernels::gemm_prefetch_b_min_rows (5; AVX2 9) to 48 rows of a row-major A against a
   // row-major B over half of L2 take GemmPath::prefetched (matmul/gemm.cpp) on the SIMD ISAs: the
   // threads split B's column panels (AVX-512 48 wide, AVX2 16, SSE2 8, NEON 12), each panel's rows
-  // in near-equal groups of at most 8 (AVX-512, NEON) or 6 (AVX2, SSE2) rows, k in chunks of 256
-  // whose first applies alpha and beta and the others add to C. Cases: 9 rows (groups 5 + 4),
-  // 13 (7 + 6; 5 + 4 + 4), 24 (3 groups of 8; 4 of 6), 8 (one group; AVX2's rows path); k of
-  // 300 (a chunk and 44 steps), 600, 260 (4 steps past the chunk) and 1030 (5 chunks, the last of
-  // 6 steps); last panels of 40, 22, 22 and 40 columns of 48 (AVX2 8, 6, 6, 8 of 16); strides
-  // past the row; threads 1, 2 and 3 bit-identical. B: 1.2, 2.5, 1.07 and 4.1 MB; the second and
-  // fourth are over half of the 4 MiB L2 that the emulators (qemu) report, so that the emulated CI
-  // runs (AVX2, SSE2, NEON) take the path too.
+  // in near-equal groups of at most 8 (AVX-512, NEON) or 6 (AVX2, SSE2) rows, k in chunks of 256,
+  // each applying alpha, the first also beta (the others add to C). Cases: 9 rows (groups 5 + 4),
+  // 13 (7 + 6; 5 + 4 + 4), 24 (3 groups of 8; 4 of 6), 8 and 6 (one group; AVX2's rows path); k
+  // of 512 (two whole chunks), 600, 260 (4 steps past the chunk), 1030 (5 chunks, the last of 6
+  // steps) and 130 (one partial chunk); last panels of 22, 22, 22, 40 and 24 columns of 48 (AVX2
+  // 6, 6, 6, 8 and 8 of 16); strides past the row; threads 1, 2 and 3 bit-identical. B: 2.1, 2.5,
+  // 1.07, 4.1 and 2.2 MB; all but the third are over half of the 4 MiB L2 that the emulators
+  // (qemu) report, so that the emulated CI runs (AVX2, SSE2, NEON) take the path too. Where B is
+  // over half of this CPU's L2 the test also requires that gemm_path names the path.
   const Case cases[] = {
-      {9, 1000, 300, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+      {9, 1030, 512, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {13, 1030, 600, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
       {24, 1030, 260, Transpose::no, Transpose::no, 2.0f, -0.5f, 1},
       {8, 1000, 1030, Transpose::no, Transpose::no, 1.0f, 1.0f, 2},
+      {6, 4200, 130, Transpose::no, Transpose::no, 1.0f, 0.5f, 0},
   };
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    for (const Case& cs : cases) {
+      const attn::detail::GemmShape shape{cs.m, cs.n, cs.k};
+      const attn::detail::GemmOperand a{nullptr, cs.k + cs.pad, 1}, b{nullptr, cs.n + cs.pad, 1};
+      if (kern->gemm_prefetch_b == nullptr ||
+          cs.k * cs.n * sizeof(float) <= attn::detail::cpu_info().l2_bytes / 2) {
+        continue;
+      }
+      INFO("isa " << attn::isa_name(isa) << " m " << cs.m << " n " << cs.n << " k " << cs.k);
+      CHECK(attn::detail::gemm_path(*kern, shape, a, b) == (cs.m >= kern->gemm_prefetch_b_min_rows
+                                                                ? attn::detail::GemmPath::prefetched
+                                                                : attn::detail::GemmPath::rows));
+    }
+  }
   run_across_threads(cases, {1, 2, 3}, 41);
 }
 

@@ -121,7 +121,7 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
          s.k >= 192 && s.m >= 64;
 }
 
-// Which path a product takes (gemm_path). At most 4 rows go to GemmPath::rows (use_rows), up to
+// Which path a product takes (gemm_path). A few rows go to GemmPath::rows (use_rows), up to
 // 48 rows against a row-major B beyond half of L2 to GemmPath::prefetched (use_prefetched), and a
 // few hundred rows against a B too large for L2 to GemmPath::streamed (use_streamed); below,
 // the rest. Row-major A with a B that fits in half of L2 skips packing: the
@@ -146,8 +146,6 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
 constexpr std::size_t kMinPackedRows = 64;
 constexpr std::size_t kMaxInPlaceCols = 64;
 
-enum class GemmPath { direct, wide_panels, packed, streamed, rows, prefetched };
-
 // GemmPath::streamed: few rows of A against a B whose packed KC x n panel would not fit in half
 // of L2. The Goto loop packs the KC x NC part of it whole before any kernel call, so for few rows
 // it writes B out to L3 and reads it back for no reuse to speak of. Instead each thread packs all
@@ -167,7 +165,8 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
 }
 
 // GemmPath::rows: at most Kernels::gemm_rows_max rows of a row-major A (kRowsMax where B is over
-// half of L2) against a row-major B wider than one no-packing tile (a decoding step's
+// half of L2 and fewer than Kernels::gemm_prefetch_b_min_rows: AVX2) against a row-major B wider
+// than one no-packing tile (a decoding step's
 // projections), read row after row by the rows
 // kernel (matmul/gemm_rows_kernel.hpp) with the rows of C accumulating in kRowsAccFloats of
 // scratch per thread (32 KiB, in L1); the threads split the columns in runs of kRowsColumns.
@@ -185,12 +184,12 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
 // kernel for any number of rows that broadcasts A's values from memory took 0.68-0.92x the
 // streamed path's time on one thread (8 rows 0.683x, 16 rows 0.921x) but 1.12-1.62x on two.
 // The path may not depend on the thread count (the sums' order would change where k exceeds KC),
-// so 5 to kRowsMax rows take that kernel on one thread and split the rows on more, each thread a
-// register tile of 2-4 rows reading all of B: 5, 6, 8 rows 0.68-0.70x the time on one thread,
-// 0.954x, 0.958x, 1.025x on two, 7 rows 0.899x on two, 8 x 768 x 3072 0.776x, 6 x 512 x 1024
-// 0.527x, 8 x 512 x 768 on two 0.780x; with B within L2 the tiles are faster (8 x 256 x 512 took
-// 1.43x the time by rows, 8 x 64 x 64 1.69x), so those keep them.
-// A B^T (a weight matrix stored [out, in]) is read row after row too, each output a dot product
+// so 5 to kRowsMax rows (now AVX2 only; measured on AVX-512) take that kernel on one thread and
+// split the rows on more, each thread a register tile of 2-4 rows reading all of B: 5, 6, 8 rows
+// 0.68-0.70x the time on one thread, 0.954x, 0.958x, 1.025x on two, 7 rows 0.899x on two, 8 x 768 x
+// 3072 0.776x, 6 x 512 x 1024 0.527x, 8 x 512 x 768 on two 0.780x; with B within L2 the tiles are
+// faster (8 x 256 x 512 took 1.43x the time by rows, 8 x 64 x 64 1.69x), so those keep them. A B^T
+// (a weight matrix stored [out, in]) is read row after row too, each output a dot product
 // (Kernels::gemm_rows_t), prefetching 4 KiB ahead: A B^T 1 x 2304 x 768 0.59x the time of the
 // streamed path (0.62x without the prefetch), 4 x 2304 x 768 0.60x (0.76x; two threads 0.61x;
 // AVX2 0.53x, SSE2 0.45x), and against the no-packing path 2 x 100 x 300 0.48x, 4 x 40 x 64
@@ -207,7 +206,7 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
 // prefetch in the row-major kernel, 4 passes of B ahead, took 1.06-1.08x the time.
 constexpr std::size_t kRowsAccFloats = 8192;
 constexpr std::size_t kRowsColumns = 64;
-constexpr std::size_t kRowsMax = 8;  // row-major B; B^T: Kernels::gemm_rows_max
+constexpr std::size_t kRowsMax = 8;  // row-major B; B^T: Kernels::gemm_rows_t_max
 
 bool use_rows(const Kernels& kern, const GemmShape& s, const GemmOperand& a, const GemmOperand& b) {
   if (kern.gemm_rows == nullptr || a.cs != 1 || s.n <= kern.gemm_direct_nr) return false;
@@ -237,7 +236,7 @@ bool use_rows(const Kernels& kern, const GemmShape& s, const GemmOperand& a, con
 // FMA rate). k runs in chunks of kPrefetchedKc, every panel of the thread per chunk, so that one
 // chunk's rows of B (256 pages for a row of at least 4 KiB) stay in the TLB and in L2 for the
 // later groups: without them, 8 x 3072 x 768 took 1.22x and 16 x 768 x 3072 1.22x the previous
-// paths' time, with them 0.92x and 0.73x (KC 128, 192 and 384 no better). Intel Xeon of the
+// paths' time, with them 0.92x and 0.71-0.73x (KC 128, 192 and 384 no better). Intel Xeon of the
 // README, AVX-512 (8 x 48 tile), bench/ab-lib against the rows (5-8 rows) and streamed paths,
 // 9-11 pairs: 5 x 2304 x 768 0.94x the time, 8 x 2304 x 768 0.83x, 8 x 768 x 3072 0.73x,
 // 16 x 2304 x 768 0.76x, 16 x 3072 x 768 0.73x, 16 x 768 x 3072 0.71x, 16 x 4096 x 1024 0.73x,
@@ -256,9 +255,12 @@ constexpr std::size_t kPrefetchedKc = 256;
 
 bool use_prefetched(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
                     const GemmOperand& b) {
-  return kern.gemm_prefetch_b != nullptr && a.cs == 1 && b.cs == 1 && s.m <= kPrefetchedMaxRows &&
+  return kern.gemm_prefetch_b != nullptr && a.cs == 1 && b.cs == 1 &&
+         s.m >= kern.gemm_prefetch_b_min_rows && s.m <= kPrefetchedMaxRows &&
          s.k * s.n * sizeof(float) > cpu_info().l2_bytes / 2;
 }
+
+}  // namespace
 
 GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
                    const GemmOperand& b) {
@@ -280,6 +282,8 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a
   }
   return wide ? GemmPath::wide_panels : packed;
 }
+
+namespace {
 
 // One no-packing tile: C rows [i0, i0 + rows) x columns [j0, j0 + NR) (cut at n), B's column j0
 // at bj with row stride ldb; a last panel at most one vector wide takes the narrow kernel, and

@@ -21,6 +21,14 @@ struct GemmShape {
   std::size_t m, n, k;
 };
 
+// The path gemm() takes (matmul/gemm.cpp says which products each serves): the no-packing
+// tiles, op(B) packed into the wide tile's panels, the Goto loop nest, B packed one sliver at a
+// time, a few rows read row after row, or B read in place with its rows prefetched. It depends
+// on the shape, the operands' layout and the CPU's caches, never on the thread count.
+enum class GemmPath { direct, wide_panels, packed, streamed, rows, prefetched };
+GemmPath gemm_path(const Kernels& kern, const GemmShape& shape, const GemmOperand& a,
+                   const GemmOperand& b);
+
 // Bytes of scratch gemm() needs for this shape and these operands on this many threads.
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
                                const GemmOperand& a, const GemmOperand& b);
