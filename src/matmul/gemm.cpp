@@ -238,9 +238,11 @@ bool use_rows(const Kernels& kern, const GemmShape& s, const GemmOperand& a, con
 // later groups: without them, 8 x 3072 x 768 took 1.22x and 16 x 768 x 3072 1.22x the previous
 // paths' time, with them 0.92x and 0.71-0.73x (KC 128, 192 and 384 no better). Intel Xeon of the
 // README, AVX-512 (8 x 48 tile), bench/ab-lib against the rows (5-8 rows) and streamed paths,
-// 9-11 pairs: 5 x 2304 x 768 0.94x the time, 8 x 2304 x 768 0.83x, 8 x 768 x 3072 0.73x,
-// 16 x 2304 x 768 0.76x, 16 x 3072 x 768 0.73x, 16 x 768 x 3072 0.71x, 16 x 4096 x 1024 0.73x,
-// 16 x 768 x 768 0.67x, 32 x 2304 x 768 0.86x, 40 rows 0.91x, 48 rows 1.00x, 48 x 768 x 3072
+// 9-11 pairs, with the prefetch distance at 12 (then 8, measured against 12 below; the final
+// build against 9c05187: 8 x 3072 x 768 0.87x, 8 x 4096 x 1024 0.99x, 8 x 1024 x 1024 0.89x,
+// 16 x 3072 x 768 0.67x): 5 x 2304 x 768 0.94x the time, 8 x 2304 x 768 0.83x, 8 x 768 x 3072
+// 0.73x, 16 x 2304 x 768 0.76x, 16 x 3072 x 768 0.73x, 16 x 768 x 3072 0.71x, 16 x 4096 x 1024
+// 0.73x, 16 x 768 x 768 0.67x, 32 x 2304 x 768 0.86x, 40 rows 0.91x, 48 rows 1.00x, 48 x 768 x 3072
 // 0.92x, 64 rows 1.03x (so 48 is the limit); two threads (they split the column panels, each
 // reading its part of B) 8 rows 0.58x, 16 rows 0.74x, 32 rows 0.85x, 8 x 3072 x 768 0.64x,
 // 16 x 768 x 3072 0.72x. With the prefetch distance 12 (see kPrefetchBSteps) instead of 8, rows
