@@ -457,11 +457,14 @@ std::size_t streamed_a_floats(const Plan& plan, const GemmShape& s) {
 
 void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                    const GemmOperand& a, const GemmOperand& b, float beta, float* c,
-                   std::size_t ldc, const float* bias, float* scratch) {
+                   std::size_t ldc, const float* bias, float* scratch, const float* prepacked) {
   const Plan plan = make_plan(kern, s, 1);
   const std::size_t a_floats = streamed_a_floats(plan, s);
-  const std::size_t sliver_floats = round_up(plan.kc * plan.nr, 16);  // keeps buffers aligned
+  const std::size_t sliver_floats =
+      prepacked ? 0 : round_up(plan.kc * plan.nr, 16);  // keeps buffers aligned
   const std::size_t n_panels = (s.n + plan.nr - 1) / plan.nr;
+  const std::size_t n_padded = n_panels * plan.nr;
+  const std::size_t row_panels = (s.m + plan.mr - 1) / plan.mr;
   run_parallel(threads, [&](int t, int nt) {
     float* a_buf = scratch + static_cast<std::size_t>(t) * (a_floats + sliver_floats);
     float* sliver = a_buf + a_floats;
@@ -472,14 +475,23 @@ void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float a
       const std::size_t kc = std::min(plan.kc, s.k - pc);
       const float beta_pc = pc == 0 ? beta : 1.0f;
       pack_a(kern, plan, a, 0, s.m, pc, kc, a_buf);
+      const SliverShares shares(plan.nr * kc, row_panels);
       for (std::size_t jp = pb; jp < pe; ++jp) {
         const std::size_t j0 = jp * plan.nr;
         const std::size_t cols = std::min(plan.nr, s.n - j0);
-        pack_b(kern, plan, b, pc, kc, j0, s.n - j0, 0, 1, sliver);
+        const float* bp = sliver;
+        if (prepacked) {
+          bp = prepacked + pc * n_padded + jp * plan.nr * kc;
+        } else {
+          pack_b(kern, plan, b, pc, kc, j0, s.n - j0, 0, 1, sliver);
+        }
         for (std::size_t ir = 0; ir < s.m; ir += plan.mr) {
-          kern.gemm_ukernel(kc, a_buf + ir * kc * plan.copies, sliver, c + ir * ldc + j0, ldc,
+          const L2Prefetch next = prepacked && jp + 1 < pe
+                                      ? shares.of(bp + plan.nr * kc, ir / plan.mr)
+                                      : L2Prefetch{};
+          kern.gemm_ukernel(kc, a_buf + ir * kc * plan.copies, bp, c + ir * ldc + j0, ldc,
                             alpha, beta_pc, std::min(plan.mr, s.m - ir), cols,
-                            (pc == 0 && bias) ? bias + j0 : nullptr, L2Prefetch{});
+                            (pc == 0 && bias) ? bias + j0 : nullptr, next);
         }
       }
     }
@@ -542,6 +554,90 @@ void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float
           kern.gemm_prefetch_b(kc, a.data + r0 * a.rs + pc, a.rs, b.data + pc * b.rs + j0, b.rs,
                                c + r0 * ldc + j0, ldc, alpha, beta_pc, r1 - r0, cols, bias_pc);
         }
+      }
+    }
+  });
+}
+
+// GemmPath::packed: the Goto loop nest, op(B) packed per KC x NC block into `scratch` or, with
+// `prepacked` (gemm_prepack_b's layout), read from there.
+void gemm_packed(const Kernels& kern, int threads, const GemmShape& s, float alpha,
+                 const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
+                 const float* bias, float* scratch, const float* prepacked) {
+  const Plan plan = make_plan(kern, s, threads);
+  float* b_buf = scratch;
+  float* thread_bufs = b_buf + (prepacked ? 0 : plan.b_floats);
+  const std::size_t n_padded = round_up(s.n, plan.nr);
+  const std::size_t m_blocks = (s.m + plan.mc - 1) / plan.mc;
+  const std::size_t m_panels = (s.m + plan.mr - 1) / plan.mr;  // <= m_blocks * MC / MR
+  // A B sliver larger than L1 (AVX-512's 512 x 64 floats, 128 KiB) streams from L2 in every
+  // call over it, and from L3, where pack_b left it, in the first: rdtsc around the calls of an
+  // AVX-512 2048^3 on the Intel Xeon of the README, the first took 12.4k ticks, the others 4.7k
+  // (4.5% of the kernel's time). So the calls over sliver jp fetch sliver jp + 1 into L2
+  // (SliverShares): the first call then took 5.5k. Where the sliver fits L1 (AVX2, SSE2, NEON)
+  // the calls are short and it is read from L1 after the first: SSE2 1024^3 took 1.04x the
+  // time with the hint, AVX2 1.02x (in-process alternation, medians of 9 and 15).
+  const bool prefetch_slivers = plan.nr * plan.kc * sizeof(float) > cpu_info().l1d_bytes;
+
+  run_parallel(threads, [&](int tid, int nt) {
+    float* a_buf = thread_bufs + static_cast<std::size_t>(tid) * plan.a_floats;
+    for (std::size_t jc = 0; jc < s.n; jc += plan.nc) {
+      const std::size_t nc = std::min(plan.nc, s.n - jc);
+      const std::size_t n_panels = (nc + plan.nr - 1) / plan.nr;
+      // With fewer row blocks than threads, also split the column panels.
+      const std::size_t col_groups =
+          m_blocks >= static_cast<std::size_t>(nt)
+              ? 1
+              : std::min(n_panels, (static_cast<std::size_t>(nt) + m_blocks - 1) / m_blocks);
+      for (std::size_t pc = 0; pc < s.k; pc += plan.kc) {
+        const std::size_t kc = std::min(plan.kc, s.k - pc);
+        const float beta_pc = pc == 0 ? beta : 1.0f;
+        std::size_t pb, pe;
+        static_range(n_panels, tid, nt, &pb, &pe);
+        const float* b_block = b_buf;
+        if (prepacked) {
+          b_block = prepacked + pc * n_padded + jc * kc;
+        } else {
+          pack_b(kern, plan, b, pc, kc, jc, nc, pb, pe, b_buf);
+          barrier(nt);
+        }
+        std::size_t tb, te;
+        static_range(m_blocks * col_groups, tid, nt, &tb, &te);
+        std::size_t packed_block = SIZE_MAX;
+        for (std::size_t task = tb; task < te; ++task) {
+          const std::size_t ib = task / col_groups;
+          // Block ib: its share of the MR-row panels (blocks differ by at most one panel, so
+          // threads that own equally many blocks own equally many rows, give or take MR).
+          std::size_t p0, p1;
+          static_range(m_panels, static_cast<int>(ib), static_cast<int>(m_blocks), &p0, &p1);
+          const std::size_t ic = p0 * plan.mr;
+          const std::size_t mc = std::min(p1 * plan.mr, s.m) - ic;
+          if (packed_block != ib) {
+            pack_a(kern, plan, a, ic, mc, pc, kc, a_buf);
+            packed_block = ib;
+          }
+          std::size_t jp_begin, jp_end;
+          static_range(n_panels, static_cast<int>(task % col_groups), static_cast<int>(col_groups),
+                       &jp_begin, &jp_end);
+          const std::size_t sliver = plan.nr * kc;
+          const SliverShares shares(sliver, (mc + plan.mr - 1) / plan.mr);
+          for (std::size_t jp = jp_begin; jp < jp_end; ++jp) {
+            const std::size_t jr = jp * plan.nr;
+            const std::size_t cols = std::min(plan.nr, nc - jr);
+            const float* bp = b_block + jp * sliver;
+            for (std::size_t ir = 0; ir < mc; ir += plan.mr) {
+              const std::size_t rows = std::min(plan.mr, mc - ir);
+              const float* ap = a_buf + ir * kc * plan.copies;
+              float* cp = c + (ic + ir) * ldc + jc + jr;
+              const L2Prefetch next = prefetch_slivers && jp + 1 < jp_end
+                                          ? shares.of(bp + sliver, ir / plan.mr)
+                                          : L2Prefetch{};
+              kern.gemm_ukernel(kc, ap, bp, cp, ldc, alpha, beta_pc, rows, cols,
+                                (pc == 0 && bias) ? bias + jc + jr : nullptr, next);
+            }
+          }
+        }
+        if (!prepacked) barrier(nt);
       }
     }
   });
@@ -612,80 +708,63 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
     return;
   }
   if (path == GemmPath::streamed) {
-    gemm_streamed(kern, threads, s, alpha, a, b, beta, c, ldc, bias, static_cast<float*>(scratch));
+    gemm_streamed(kern, threads, s, alpha, a, b, beta, c, ldc, bias, static_cast<float*>(scratch),
+                  nullptr);
     return;
   }
-  const Plan plan = make_plan(kern, s, threads);
-  float* b_buf = static_cast<float*>(scratch);
-  float* thread_bufs = b_buf + plan.b_floats;
-  const std::size_t m_blocks = (s.m + plan.mc - 1) / plan.mc;
-  const std::size_t m_panels = (s.m + plan.mr - 1) / plan.mr;  // <= m_blocks * MC / MR
-  // A B sliver larger than L1 (AVX-512's 512 x 64 floats, 128 KiB) streams from L2 in every
-  // call over it, and from L3, where pack_b left it, in the first: rdtsc around the calls of an
-  // AVX-512 2048^3 on the Intel Xeon of the README, the first took 12.4k ticks, the others 4.7k
-  // (4.5% of the kernel's time). So the calls over sliver jp fetch sliver jp + 1 into L2
-  // (SliverShares): the first call then took 5.5k. Where the sliver fits L1 (AVX2, SSE2, NEON)
-  // the calls are short and it is read from L1 after the first: SSE2 1024^3 took 1.04x the
-  // time with the hint, AVX2 1.02x (in-process alternation, medians of 9 and 15).
-  const bool prefetch_slivers = plan.nr * plan.kc * sizeof(float) > cpu_info().l1d_bytes;
+  gemm_packed(kern, threads, s, alpha, a, b, beta, c, ldc, bias, static_cast<float*>(scratch),
+              nullptr);
+}
 
-  run_parallel(threads, [&](int tid, int nt) {
-    float* a_buf = thread_bufs + static_cast<std::size_t>(tid) * plan.a_floats;
-    for (std::size_t jc = 0; jc < s.n; jc += plan.nc) {
-      const std::size_t nc = std::min(plan.nc, s.n - jc);
-      const std::size_t n_panels = (nc + plan.nr - 1) / plan.nr;
-      // With fewer row blocks than threads, also split the column panels.
-      const std::size_t col_groups =
-          m_blocks >= static_cast<std::size_t>(nt)
-              ? 1
-              : std::min(n_panels, (static_cast<std::size_t>(nt) + m_blocks - 1) / m_blocks);
-      for (std::size_t pc = 0; pc < s.k; pc += plan.kc) {
-        const std::size_t kc = std::min(plan.kc, s.k - pc);
-        const float beta_pc = pc == 0 ? beta : 1.0f;
-        std::size_t pb, pe;
-        static_range(n_panels, tid, nt, &pb, &pe);
-        pack_b(kern, plan, b, pc, kc, jc, nc, pb, pe, b_buf);
-        barrier(nt);
-        std::size_t tb, te;
-        static_range(m_blocks * col_groups, tid, nt, &tb, &te);
-        std::size_t packed_block = SIZE_MAX;
-        for (std::size_t task = tb; task < te; ++task) {
-          const std::size_t ib = task / col_groups;
-          // Block ib: its share of the MR-row panels (blocks differ by at most one panel, so
-          // threads that own equally many blocks own equally many rows, give or take MR).
-          std::size_t p0, p1;
-          static_range(m_panels, static_cast<int>(ib), static_cast<int>(m_blocks), &p0, &p1);
-          const std::size_t ic = p0 * plan.mr;
-          const std::size_t mc = std::min(p1 * plan.mr, s.m) - ic;
-          if (packed_block != ib) {
-            pack_a(kern, plan, a, ic, mc, pc, kc, a_buf);
-            packed_block = ib;
-          }
-          std::size_t jp_begin, jp_end;
-          static_range(n_panels, static_cast<int>(task % col_groups), static_cast<int>(col_groups),
-                       &jp_begin, &jp_end);
-          const std::size_t sliver = plan.nr * kc;
-          const SliverShares shares(sliver, (mc + plan.mr - 1) / plan.mr);
-          for (std::size_t jp = jp_begin; jp < jp_end; ++jp) {
-            const std::size_t jr = jp * plan.nr;
-            const std::size_t cols = std::min(plan.nr, nc - jr);
-            const float* bp = b_buf + jp * sliver;
-            for (std::size_t ir = 0; ir < mc; ir += plan.mr) {
-              const std::size_t rows = std::min(plan.mr, mc - ir);
-              const float* ap = a_buf + ir * kc * plan.copies;
-              float* cp = c + (ic + ir) * ldc + jc + jr;
-              const L2Prefetch next = prefetch_slivers && jp + 1 < jp_end
-                                          ? shares.of(bp + sliver, ir / plan.mr)
-                                          : L2Prefetch{};
-              kern.gemm_ukernel(kc, ap, bp, cp, ldc, alpha, beta_pc, rows, cols,
-                                (pc == 0 && bias) ? bias + jc + jr : nullptr, next);
-            }
-          }
-        }
-        barrier(nt);
-      }
-    }
-  });
+
+std::size_t gemm_prepacked_floats(const Kernels& kern, std::size_t k, std::size_t n) {
+  return k * round_up(n, kern.gemm_nr);
+}
+
+void gemm_prepack_b(const Kernels& kern, const GemmShape& s, const GemmOperand& b, float* dst) {
+  const Plan plan = make_plan(kern, s, 1);
+  const std::size_t n_panels = (s.n + plan.nr - 1) / plan.nr;
+  for (std::size_t pc = 0; pc < s.k; pc += plan.kc) {
+    const std::size_t kc = std::min(plan.kc, s.k - pc);
+    pack_b(kern, plan, b, pc, kc, 0, s.n, 0, n_panels, dst + pc * n_panels * plan.nr);
+  }
+}
+
+namespace {
+bool prepacked_streams(const Kernels& kern, const GemmShape& s) {
+  const std::size_t kc = std::min(table_kc(kern), s.k);
+  const std::size_t a_bytes = round_up(s.m, kern.gemm_mr) * kc * kern.gemm_a_copies * sizeof(float);
+  return a_bytes <= cpu_info().l2_bytes / 2;
+}
+}  // namespace
+
+std::size_t gemm_prepacked_scratch_bytes(const Kernels& kern, int threads, const GemmShape& s) {
+  threads = effective_threads(threads, s);
+  if (prepacked_streams(kern, s)) {
+    const Plan p = make_plan(kern, s, 1);
+    return static_cast<std::size_t>(threads) * streamed_a_floats(p, s) * sizeof(float);
+  }
+  const Plan p = make_plan(kern, s, threads);
+  return static_cast<std::size_t>(threads) * p.a_floats * sizeof(float);
+}
+
+void gemm_prepacked(const Kernels& kern, int threads, const GemmShape& s, float alpha,
+                    const GemmOperand& a, const float* packed_b, float beta, float* c,
+                    std::size_t ldc, void* scratch, const float* bias) {
+  if (s.m == 0 || s.n == 0) return;
+  if (s.k == 0) {
+    scale_c(s.m, s.n, alpha, beta, c, ldc, bias);
+    return;
+  }
+  threads = effective_threads(threads, s);
+  const GemmOperand none{nullptr, 0, 1};
+  if (prepacked_streams(kern, s)) {
+    gemm_streamed(kern, threads, s, alpha, a, none, beta, c, ldc, bias,
+                  static_cast<float*>(scratch), packed_b);
+  } else {
+    gemm_packed(kern, threads, s, alpha, a, none, beta, c, ldc, bias, static_cast<float*>(scratch),
+                packed_b);
+  }
 }
 
 }  // namespace attn::detail

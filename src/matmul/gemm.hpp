@@ -43,4 +43,13 @@ void gemm(const Kernels& kern, int threads, const GemmShape& shape, float alpha,
           const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
           void* scratch, const float* bias = nullptr);
 
+
+// Pre-packed B (prototype).
+std::size_t gemm_prepacked_floats(const Kernels& kern, std::size_t k, std::size_t n);
+void gemm_prepack_b(const Kernels& kern, const GemmShape& shape, const GemmOperand& b, float* dst);
+std::size_t gemm_prepacked_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape);
+void gemm_prepacked(const Kernels& kern, int threads, const GemmShape& shape, float alpha,
+                    const GemmOperand& a, const float* packed_b, float beta, float* c,
+                    std::size_t ldc, void* scratch, const float* bias = nullptr);
+
 }  // namespace attn::detail
