@@ -1,11 +1,6 @@
 // matmul against reference::matmul on every ISA, transposes, edge shapes, strides, alpha/beta.
-//
-// Tolerance: float accumulation of k products, then alpha and beta, satisfies
-//   |c - exact| <= gamma_{k+2} (|alpha| sum_p |a_ip b_pj| + |beta c_ij|),  gamma_n = n u / (1 - n
-//   u)
-// (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1), u = 2^-24. We allow
-// (k + 2) * FLT_EPSILON = 2 (k + 2) u, i.e. gamma = 2: blocking and FMA only shorten the
-// summation chains. The reference itself is exact to within u |c|, which the bound covers.
+// The tolerance, (k + 2) FLT_EPSILON times the sum of the magnitudes, is derived in
+// support/matmul_check.hpp.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cfloat>
@@ -17,108 +12,15 @@
 #include "dispatch/cpu.hpp"
 #include "dispatch/kernels.hpp"
 #include "matmul/gemm.hpp"
+#include "support/matmul_check.hpp"
 #include "support/test_support.hpp"
 
 using attn::MatrixView;
 using attn::Transpose;
-
-namespace {
-
-struct Case {
-  std::size_t m, n, k;
-  Transpose ta, tb;
-  float alpha, beta;
-  std::size_t pad;  // extra elements per row (stride > row)
-};
-
-// Checks c (matmul's result from c0, row stride n + pad) against reference::matmul within the
-// tolerance above, and that the padding between rows was not written.
-void check_result(const Case& cs, const MatrixView<const float>& av,
-                  const MatrixView<const float>& bv, const std::vector<float>& c0,
-                  const std::vector<float>& c) {
-  const std::size_t ldc = cs.n + cs.pad;
-  auto want = c0;
-  REQUIRE(attn::reference::matmul(av, cs.ta, bv, cs.tb, {want.data(), cs.m, cs.n, ldc}, cs.alpha,
-                                  cs.beta)
-              .ok());
-  auto at = [&](std::size_t i, std::size_t p) {
-    return cs.ta == Transpose::no ? av(i, p) : av(p, i);
-  };
-  auto bt = [&](std::size_t p, std::size_t j) {
-    return cs.tb == Transpose::no ? bv(p, j) : bv(j, p);
-  };
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < cs.m; ++i) {
-    for (std::size_t j = 0; j < cs.n; ++j) {
-      double mag = 0.0;
-      for (std::size_t p = 0; p < cs.k; ++p)
-        mag += std::fabs(double(at(i, p)) * double(bt(p, j)));
-      mag = std::fabs(double(cs.alpha)) * mag;
-      if (cs.beta != 0.0f) mag += std::fabs(double(cs.beta) * double(c0[i * ldc + j]));
-      const double tol = double(cs.k + 2) * FLT_EPSILON * mag + 1e-30;
-      const double err = std::fabs(double(c[i * ldc + j]) - double(want[i * ldc + j]));
-      if (!(err <= tol) && bad++ < 5) {
-        FAIL_CHECK("c(" << i << ", " << j << ") = " << c[i * ldc + j] << ", reference "
-                        << want[i * ldc + j] << ", tolerance " << tol);
-      }
-    }
-    // Padding between rows is never written.
-    for (std::size_t j = cs.n; j < ldc && i + 1 < cs.m; ++j) {
-      const float before = c0[i * ldc + j], after = c[i * ldc + j];
-      CHECK(((std::isnan(before) && std::isnan(after)) || before == after));
-    }
-  }
-  CHECK(bad == 0);
-}
-
-void run_case(attn::Context& ctx, const Case& cs, attn_test::Rng& rng,
-              std::vector<float>* result = nullptr) {
-  const std::size_t ar = cs.ta == Transpose::no ? cs.m : cs.k;
-  const std::size_t ac = cs.ta == Transpose::no ? cs.k : cs.m;
-  const std::size_t br = cs.tb == Transpose::no ? cs.k : cs.n;
-  const std::size_t bc = cs.tb == Transpose::no ? cs.n : cs.k;
-  const std::size_t lda = ac + cs.pad, ldb = bc + cs.pad, ldc = cs.n + cs.pad;
-  const auto a = rng.uniform_vec(ar * lda + 1);
-  const auto b = rng.uniform_vec(br * ldb + 1);
-  auto c0 = rng.uniform_vec(cs.m * ldc + 1);
-  if (cs.beta == 0.0f) {
-    for (float& x : c0)
-      x = attn_test::nan_f();  // never read when beta == 0
-  }
-  auto c = c0;
-  const MatrixView<const float> av{a.data(), ar, ac, lda}, bv{b.data(), br, bc, ldb};
-  REQUIRE(
-      attn::matmul(ctx, av, cs.ta, bv, cs.tb, {c.data(), cs.m, cs.n, ldc}, cs.alpha, cs.beta).ok());
-  check_result(cs, av, bv, c0, c);
-  if (result) *result = c;
-}
-
-// Each case on every ISA with each of `threads` (the same inputs each time, from `seed`): within
-// the reference's tolerance (run_case), and bit-identical to the first thread count.
-template <std::size_t N>
-void run_across_threads(const Case (&cases)[N], std::initializer_list<int> threads,
-                        std::uint32_t seed) {
-  for (attn::Isa isa : attn_test::test_isas()) {
-    for (const Case& cs : cases) {
-      std::vector<float> first;
-      for (int t : threads) {
-        attn::Context ctx = attn_test::make_context(isa, t);
-        attn_test::Rng rng(seed);
-        INFO("isa " << attn::isa_name(isa) << " threads " << t << " m " << cs.m << " n " << cs.n
-                    << " k " << cs.k << " alpha " << cs.alpha << " beta " << cs.beta);
-        std::vector<float> c;
-        run_case(ctx, cs, rng, &c);
-        if (first.empty()) {
-          first = c;
-        } else {
-          CHECK(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0);
-        }
-      }
-    }
-  }
-}
-
-}  // namespace
+using attn_test::Case;
+using attn_test::check_result;
+using attn_test::run_across_threads;
+using attn_test::run_case;
 
 TEST_CASE("matmul matches the reference on small and edge shapes", "[matmul]") {
   const std::size_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17};

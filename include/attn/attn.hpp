@@ -6,6 +6,7 @@
 #include "attn/isa.hpp"
 #include "attn/mask.hpp"
 #include "attn/matmul.hpp"
+#include "attn/packed_matrix.hpp"
 #include "attn/reference.hpp"
 #include "attn/self_attention.hpp"
 #include "attn/status.hpp"

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "attn/context.hpp"
+#include "attn/packed_matrix.hpp"
 #include "attn/status.hpp"
 #include "attn/view.hpp"
 
@@ -16,5 +17,13 @@ namespace attn {
 // split, so the result is bit-identical for any thread count.
 Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, MatrixView<const float> b,
               Transpose tb, MatrixView<float> c, float alpha = 1.0f, float beta = 0.0f);
+
+// c = alpha * op(a) * B + beta * c with B packed by pack_matrix (op(b) there, k x n): the same
+// contract and threads as above, without packing B in the call. It pays where the call would
+// pack B (products of more than a few rows against a B beyond half of L2, README "Pre-packed
+// weights" has the numbers), and is bit-identical for any thread count. Errors as above, and
+// invalid_argument when b is empty or was packed for another ISA than ctx's.
+Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, const PackedMatrix& b,
+              MatrixView<float> c, float alpha = 1.0f, float beta = 0.0f);
 
 }  // namespace attn

@@ -150,6 +150,39 @@ Status validate_matmul(const char* fn, const MatrixView<const float>& a, Transpo
   return check_disjoint(fn, "c", ec, "b", eb);
 }
 
+Status validate_packed_matmul(const char* fn, const MatrixView<const float>& a, Transpose ta,
+                              const PackedMatrix& b, Isa ctx_isa, const MatrixView<float>& c) {
+  if (b.empty()) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: b is an empty PackedMatrix (never packed, or moved from)", fn);
+  }
+  if (b.isa() != ctx_isa) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: b was packed for %s but the Context runs %s; pack it with a Context "
+                         "of that ISA",
+                         fn, isa_name(b.isa()), isa_name(ctx_isa));
+  }
+  Extent ea, ec;
+  ATTN_RETURN_IF_ERROR(check_matrix(fn, "a", a, &ea));
+  ATTN_RETURN_IF_ERROR(check_matrix(fn, "c", c, &ec));
+  const std::size_t m = ta == Transpose::no ? a.rows : a.cols;
+  const std::size_t k = ta == Transpose::no ? a.cols : a.rows;
+  if (k != b.rows()) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: inner dimensions differ: a%s is %zu x %zu but the packed b is %zu x "
+                         "%zu",
+                         fn, tr(ta), m, k, b.rows(), b.cols());
+  }
+  if (c.rows != m || c.cols != b.cols()) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: c is %zu x %zu; a%s times the packed b is %zu x %zu", fn, c.rows,
+                         c.cols, tr(ta), m, b.cols());
+  }
+  ATTN_RETURN_IF_ERROR(check_disjoint(fn, "c", ec, "a", ea));
+  const auto pb = reinterpret_cast<std::uintptr_t>(b.data());
+  return check_disjoint(fn, "c", ec, "the packed b", Extent{pb, pb + b.bytes()});
+}
+
 Status validate_exp(const char* fn, const float* x, const float* y, std::size_t n) {
   Extent ex, ey;
   ATTN_RETURN_IF_ERROR(check_buffer(fn, "x", x, n, sizeof(float), &ex));

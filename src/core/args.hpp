@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "attn/attention.hpp"
+#include "attn/packed_matrix.hpp"
 #include "attn/self_attention.hpp"
 #include "attn/status.hpp"
 #include "attn/view.hpp"
@@ -13,6 +14,11 @@ namespace attn::detail {
 
 Status validate_matmul(const char* fn, const MatrixView<const float>& a, Transpose ta,
                        const MatrixView<const float>& b, Transpose tb, const MatrixView<float>& c);
+
+// matmul with a PackedMatrix: a and c as validate_matmul checks them; b is op(b), k x n, packed
+// for `isa` (empty: never packed or moved from) and the Context runs ctx_isa.
+Status validate_packed_matmul(const char* fn, const MatrixView<const float>& a, Transpose ta,
+                              const PackedMatrix& b, Isa ctx_isa, const MatrixView<float>& c);
 
 Status validate_exp(const char* fn, const float* x, const float* y, std::size_t n);
 

@@ -465,6 +465,7 @@ void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float a
   const std::size_t n_panels = (s.n + plan.nr - 1) / plan.nr;
   const std::size_t n_padded = n_panels * plan.nr;
   const std::size_t row_panels = (s.m + plan.mr - 1) / plan.mr;
+  const bool hint = prepacked && plan.nr * plan.kc * sizeof(float) > cpu_info().l1d_bytes;
   run_parallel(threads, [&](int t, int nt) {
     float* a_buf = scratch + static_cast<std::size_t>(t) * (a_floats + sliver_floats);
     float* sliver = a_buf + a_floats;
@@ -486,11 +487,10 @@ void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float a
           pack_b(kern, plan, b, pc, kc, j0, s.n - j0, 0, 1, sliver);
         }
         for (std::size_t ir = 0; ir < s.m; ir += plan.mr) {
-          const L2Prefetch next = prepacked && jp + 1 < pe
-                                      ? shares.of(bp + plan.nr * kc, ir / plan.mr)
-                                      : L2Prefetch{};
-          kern.gemm_ukernel(kc, a_buf + ir * kc * plan.copies, bp, c + ir * ldc + j0, ldc,
-                            alpha, beta_pc, std::min(plan.mr, s.m - ir), cols,
+          const L2Prefetch next =
+              hint && jp + 1 < pe ? shares.of(bp + plan.nr * kc, ir / plan.mr) : L2Prefetch{};
+          kern.gemm_ukernel(kc, a_buf + ir * kc * plan.copies, bp, c + ir * ldc + j0, ldc, alpha,
+                            beta_pc, std::min(plan.mr, s.m - ir), cols,
                             (pc == 0 && bias) ? bias + j0 : nullptr, next);
         }
       }
@@ -716,31 +716,34 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
               nullptr);
 }
 
-
 std::size_t gemm_prepacked_floats(const Kernels& kern, std::size_t k, std::size_t n) {
   return k * round_up(n, kern.gemm_nr);
 }
 
-void gemm_prepack_b(const Kernels& kern, const GemmShape& s, const GemmOperand& b, float* dst) {
+void gemm_prepack_b(const Kernels& kern, int threads, std::size_t k, std::size_t n,
+                    const GemmOperand& b, float* dst) {
+  const GemmShape s{1, n, k};
   const Plan plan = make_plan(kern, s, 1);
-  const std::size_t n_panels = (s.n + plan.nr - 1) / plan.nr;
-  for (std::size_t pc = 0; pc < s.k; pc += plan.kc) {
-    const std::size_t kc = std::min(plan.kc, s.k - pc);
-    pack_b(kern, plan, b, pc, kc, 0, s.n, 0, n_panels, dst + pc * n_panels * plan.nr);
-  }
+  const std::size_t n_panels = (n + plan.nr - 1) / plan.nr;
+  run_parallel(effective_threads(threads, GemmShape{1, n, k}), [&](int t, int nt) {
+    std::size_t pb, pe;
+    static_range(n_panels, t, nt, &pb, &pe);
+    for (std::size_t pc = 0; pc < k; pc += plan.kc) {
+      const std::size_t kc = std::min(plan.kc, k - pc);
+      pack_b(kern, plan, b, pc, kc, 0, n, pb, pe, dst + pc * n_panels * plan.nr);
+    }
+  });
 }
 
-namespace {
-bool prepacked_streams(const Kernels& kern, const GemmShape& s) {
+bool gemm_prepacked_streams(const Kernels& kern, const GemmShape& s) {
   const std::size_t kc = std::min(table_kc(kern), s.k);
   const std::size_t a_bytes = round_up(s.m, kern.gemm_mr) * kc * kern.gemm_a_copies * sizeof(float);
   return a_bytes <= cpu_info().l2_bytes / 2;
 }
-}  // namespace
 
 std::size_t gemm_prepacked_scratch_bytes(const Kernels& kern, int threads, const GemmShape& s) {
   threads = effective_threads(threads, s);
-  if (prepacked_streams(kern, s)) {
+  if (gemm_prepacked_streams(kern, s)) {
     const Plan p = make_plan(kern, s, 1);
     return static_cast<std::size_t>(threads) * streamed_a_floats(p, s) * sizeof(float);
   }
@@ -757,13 +760,12 @@ void gemm_prepacked(const Kernels& kern, int threads, const GemmShape& s, float 
     return;
   }
   threads = effective_threads(threads, s);
-  const GemmOperand none{nullptr, 0, 1};
-  if (prepacked_streams(kern, s)) {
-    gemm_streamed(kern, threads, s, alpha, a, none, beta, c, ldc, bias,
-                  static_cast<float*>(scratch), packed_b);
+  const GemmOperand none{nullptr, 0, 1};  // op(B) is read from packed_b only
+  float* const buf = static_cast<float*>(scratch);
+  if (gemm_prepacked_streams(kern, s)) {
+    gemm_streamed(kern, threads, s, alpha, a, none, beta, c, ldc, bias, buf, packed_b);
   } else {
-    gemm_packed(kern, threads, s, alpha, a, none, beta, c, ldc, bias, static_cast<float*>(scratch),
-                packed_b);
+    gemm_packed(kern, threads, s, alpha, a, none, beta, c, ldc, bias, buf, packed_b);
   }
 }
 

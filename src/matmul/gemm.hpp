@@ -43,11 +43,21 @@ void gemm(const Kernels& kern, int threads, const GemmShape& shape, float alpha,
           const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
           void* scratch, const float* bias = nullptr);
 
-
-// Pre-packed B (prototype).
+// op(B) packed once (attn::PackedMatrix) in the layout the Goto and streamed loops pack it into
+// per call: for each block of KC rows (the table's KC on this CPU), the gemm_nr-wide column
+// panels as contiguous kc x NR slivers, columns past n zero. Block pc (a multiple of KC) starts
+// at pc * round_up(n, NR) floats, its sliver jp at jp * NR * kc, kc = min(KC, k - pc).
 std::size_t gemm_prepacked_floats(const Kernels& kern, std::size_t k, std::size_t n);
-void gemm_prepack_b(const Kernels& kern, const GemmShape& shape, const GemmOperand& b, float* dst);
+// Packs op(B) (k x n; b.cs == 1 or b.rs == 1) into dst (gemm_prepacked_floats, 64-byte aligned),
+// the threads splitting the panels of each block.
+void gemm_prepack_b(const Kernels& kern, int threads, std::size_t k, std::size_t n,
+                    const GemmOperand& b, float* dst);
+// Whether gemm_prepacked takes the streamed loop (all of op(A)'s packed rows within half of L2,
+// the threads splitting the slivers) rather than the Goto loop nest; never on the thread count.
+bool gemm_prepacked_streams(const Kernels& kern, const GemmShape& shape);
 std::size_t gemm_prepacked_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape);
+// gemm() with op(B) read from packed_b (gemm_prepack_b's layout for shape.k x shape.n): the same
+// contract, scratch of gemm_prepacked_scratch_bytes(), bit-identical for any thread count.
 void gemm_prepacked(const Kernels& kern, int threads, const GemmShape& shape, float alpha,
                     const GemmOperand& a, const float* packed_b, float beta, float* c,
                     std::size_t ldc, void* scratch, const float* bias = nullptr);

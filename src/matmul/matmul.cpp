@@ -27,4 +27,22 @@ Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, MatrixView<
   return Status::Ok();
 }
 
+Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, const PackedMatrix& b,
+              MatrixView<float> c, float alpha, float beta) {
+  constexpr const char* fn = "matmul";
+  detail::ContextState* st = nullptr;
+  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  ATTN_RETURN_IF_ERROR(detail::validate_packed_matmul(fn, a, ta, b, st->isa, c));
+  const detail::GemmShape shape{c.rows, c.cols, b.rows()};
+  if (shape.m == 0 || shape.n == 0) return Status::Ok();
+  const detail::GemmOperand ga = ta == Transpose::no ? detail::GemmOperand{a.data, a.stride, 1}
+                                                     : detail::GemmOperand{a.data, 1, a.stride};
+  void* scratch = nullptr;
+  const std::size_t bytes = detail::gemm_prepacked_scratch_bytes(*st->kernels, st->threads, shape);
+  if (bytes > 0) ATTN_RETURN_IF_ERROR(st->scratch(bytes, &scratch));
+  detail::gemm_prepacked(*st->kernels, st->threads, shape, alpha, ga, b.data(), beta, c.data,
+                         c.stride, scratch);
+  return Status::Ok();
+}
+
 }  // namespace attn

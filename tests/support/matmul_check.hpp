@@ -1,0 +1,135 @@
+// The matmul tests' case description and their check against reference::matmul, shared by
+// test_matmul.cpp and test_packed_matmul.cpp.
+//
+// Tolerance: float accumulation of k products, then alpha and beta, satisfies
+//   |c - exact| <= gamma_{k+2} (|alpha| sum_p |a_ip b_pj| + |beta c_ij|),  gamma_n = n u / (1 - n
+//   u)
+// (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1), u = 2^-24. We allow
+// (k + 2) * FLT_EPSILON = 2 (k + 2) u, i.e. gamma = 2: blocking and FMA only shorten the
+// summation chains. The reference itself is exact to within u |c|, which the bound covers.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <vector>
+
+#include "attn/attn.hpp"
+#include "support/test_support.hpp"
+
+namespace attn_test {
+
+struct Case {
+  std::size_t m, n, k;
+  attn::Transpose ta, tb;
+  float alpha, beta;
+  std::size_t pad;  // extra elements per row (stride > row)
+};
+
+// Checks c (matmul's result from c0, row stride n + pad) against reference::matmul within the
+// tolerance above, and that the padding between rows was not written.
+inline void check_result(const Case& cs, const attn::MatrixView<const float>& av,
+                         const attn::MatrixView<const float>& bv, const std::vector<float>& c0,
+                         const std::vector<float>& c) {
+  const std::size_t ldc = cs.n + cs.pad;
+  auto want = c0;
+  REQUIRE(attn::reference::matmul(av, cs.ta, bv, cs.tb, {want.data(), cs.m, cs.n, ldc}, cs.alpha,
+                                  cs.beta)
+              .ok());
+  auto at = [&](std::size_t i, std::size_t p) {
+    return cs.ta == attn::Transpose::no ? av(i, p) : av(p, i);
+  };
+  auto bt = [&](std::size_t p, std::size_t j) {
+    return cs.tb == attn::Transpose::no ? bv(p, j) : bv(j, p);
+  };
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < cs.m; ++i) {
+    for (std::size_t j = 0; j < cs.n; ++j) {
+      double mag = 0.0;
+      for (std::size_t p = 0; p < cs.k; ++p)
+        mag += std::fabs(double(at(i, p)) * double(bt(p, j)));
+      mag = std::fabs(double(cs.alpha)) * mag;
+      if (cs.beta != 0.0f) mag += std::fabs(double(cs.beta) * double(c0[i * ldc + j]));
+      const double tol = double(cs.k + 2) * FLT_EPSILON * mag + 1e-30;
+      const double err = std::fabs(double(c[i * ldc + j]) - double(want[i * ldc + j]));
+      if (!(err <= tol) && bad++ < 5) {
+        FAIL_CHECK("c(" << i << ", " << j << ") = " << c[i * ldc + j] << ", reference "
+                        << want[i * ldc + j] << ", tolerance " << tol);
+      }
+    }
+    // Padding between rows is never written.
+    for (std::size_t j = cs.n; j < ldc && i + 1 < cs.m; ++j) {
+      const float before = c0[i * ldc + j], after = c[i * ldc + j];
+      CHECK(((std::isnan(before) && std::isnan(after)) || before == after));
+    }
+  }
+  CHECK(bad == 0);
+}
+
+// How run_case passes B: as a view (attn::matmul with op(b)) or packed first (pack_matrix on the
+// same Context, then matmul with the PackedMatrix).
+enum class BForm { view, packed };
+
+// Runs one case with inputs from rng (c starts as NaN where beta == 0, never read) and checks it
+// (check_result); *result gets c.
+inline void run_case(attn::Context& ctx, const Case& cs, Rng& rng,
+                     std::vector<float>* result = nullptr, BForm form = BForm::view) {
+  const std::size_t ar = cs.ta == attn::Transpose::no ? cs.m : cs.k;
+  const std::size_t ac = cs.ta == attn::Transpose::no ? cs.k : cs.m;
+  const std::size_t br = cs.tb == attn::Transpose::no ? cs.k : cs.n;
+  const std::size_t bc = cs.tb == attn::Transpose::no ? cs.n : cs.k;
+  const std::size_t lda = ac + cs.pad, ldb = bc + cs.pad, ldc = cs.n + cs.pad;
+  const auto a = rng.uniform_vec(ar * lda + 1);
+  const auto b = rng.uniform_vec(br * ldb + 1);
+  auto c0 = rng.uniform_vec(cs.m * ldc + 1);
+  if (cs.beta == 0.0f) {
+    for (float& x : c0)
+      x = nan_f();  // never read when beta == 0
+  }
+  auto c = c0;
+  const attn::MatrixView<const float> av{a.data(), ar, ac, lda}, bv{b.data(), br, bc, ldb};
+  if (form == BForm::packed) {
+    attn::PackedMatrix packed;
+    REQUIRE(attn::pack_matrix(ctx, bv, cs.tb, &packed).ok());
+    REQUIRE(packed.rows() == cs.k);
+    REQUIRE(packed.cols() == cs.n);
+    REQUIRE(
+        attn::matmul(ctx, av, cs.ta, packed, {c.data(), cs.m, cs.n, ldc}, cs.alpha, cs.beta).ok());
+  } else {
+    REQUIRE(attn::matmul(ctx, av, cs.ta, bv, cs.tb, {c.data(), cs.m, cs.n, ldc}, cs.alpha, cs.beta)
+                .ok());
+  }
+  check_result(cs, av, bv, c0, c);
+  if (result) *result = c;
+}
+
+// Each case on every ISA with each of `threads` (the same inputs each time, from `seed`): within
+// the reference's tolerance (run_case), and bit-identical to the first thread count.
+template <std::size_t N>
+void run_across_threads(const Case (&cases)[N], std::initializer_list<int> threads,
+                        std::uint32_t seed, BForm form = BForm::view) {
+  for (attn::Isa isa : test_isas()) {
+    for (const Case& cs : cases) {
+      std::vector<float> first;
+      for (int t : threads) {
+        attn::Context ctx = make_context(isa, t);
+        Rng rng(seed);
+        INFO("isa " << attn::isa_name(isa) << " threads " << t << " m " << cs.m << " n " << cs.n
+                    << " k " << cs.k << " alpha " << cs.alpha << " beta " << cs.beta);
+        std::vector<float> c;
+        run_case(ctx, cs, rng, &c, form);
+        if (first.empty()) {
+          first = c;
+        } else {
+          CHECK(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace attn_test

@@ -1,0 +1,289 @@
+// pack_matrix and matmul with a PackedMatrix: against reference::matmul on every ISA (tolerance
+// derived in support/matmul_check.hpp), both of gemm_prepacked's loops, thread counts, the
+// packed layout's edges, and every argument error.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dispatch/cpu.hpp"
+#include "dispatch/kernels.hpp"
+#include "matmul/gemm.hpp"
+#include "support/matmul_check.hpp"
+#include "support/test_support.hpp"
+
+using attn::MatrixView;
+using attn::Transpose;
+using attn_test::BForm;
+using attn_test::Case;
+
+namespace {
+
+constexpr float kSentinel = 12345.0f;
+
+std::string message_of(const attn::Status& s) {
+  return s.message() ? s.message() : "";
+}
+
+}  // namespace
+
+TEST_CASE("packed matmul matches the reference on small and edge shapes", "[matmul][packed]") {
+  // Every transpose of A and B, m, n, k in 1..17 around the tiles (n past a multiple of every
+  // ISA's NR: 4, 8, 12, 16, 64, so the last panel is padded with zeros), strides past the row,
+  // alpha and beta in {1, -0.5, 0} (beta 0 with NaN in C).
+  const std::size_t sizes[] = {1, 2, 3, 5, 7, 13, 17};
+  attn_test::Rng rng(7);
+  for (attn::Isa isa : attn_test::test_isas()) {
+    attn::Context ctx = attn_test::make_context(isa);
+    for (std::size_t m : sizes) {
+      for (std::size_t n : sizes) {
+        for (std::size_t k : {std::size_t{1}, std::size_t{3}, std::size_t{17}}) {
+          for (int t = 0; t < 4; ++t) {
+            const Case cs{m,
+                          n,
+                          k,
+                          t & 1 ? Transpose::yes : Transpose::no,
+                          t & 2 ? Transpose::yes : Transpose::no,
+                          t == 3 ? -0.5f : 1.0f,
+                          t == 1 ? 0.0f : (t == 2 ? -0.5f : 1.0f),
+                          static_cast<std::size_t>(t)};
+            INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k << " t "
+                        << t);
+            attn_test::run_case(ctx, cs, rng, nullptr, BForm::packed);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("packed matmul: the streamed loop over packed slivers, several KC blocks",
+          "[matmul][packed]") {
+  // op(A)'s packed rows within half of L2: gemm_prepacked's streamed loop, the threads splitting
+  // the slivers (required below). k = 1100 is 2 KC blocks on AVX-512 (KC 1024 with a 2 MiB L2, 512
+  // below), 5 on AVX2 and NEON (256), 9 on SSE2 (128): each block's slivers start at
+  // pc * round_up(n, NR) with kc rows, the last block shorter. n = 131 and 2100: last panels of
+  // 3 and 52 columns of 64 (AVX-512). Rows 1 to 49 (row-major A: the row groups of the tiles;
+  // A^T: the packing of columns), beta applied only in the first block; threads 1, 2 and 3
+  // bit-identical (every case is above gemm's 2 MFLOP threshold for threads).
+  const Case cases[] = {
+      {1, 2100, 1100, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+      {8, 2100, 600, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
+      {13, 131, 1100, Transpose::yes, Transpose::no, 1.0f, -0.5f, 1},
+      {49, 2100, 130, Transpose::no, Transpose::no, 2.0f, 0.5f, 2},
+  };
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    for (const Case& cs : cases) {
+      INFO("isa " << attn::isa_name(isa) << " m " << cs.m << " k " << cs.k);
+      CHECK(attn::detail::gemm_prepacked_streams(*kern, {cs.m, cs.n, cs.k}));
+    }
+  }
+  attn_test::run_across_threads(cases, {1, 2, 3}, 51, BForm::packed);
+}
+
+TEST_CASE("packed matmul: the Goto loop nest over packed blocks", "[matmul][packed]") {
+  // op(A)'s packed rows beyond half of L2: gemm_prepacked's Goto loop (MC blocks of rows split
+  // among the threads, B's KC x NC blocks read where pack_matrix put them). Through the public
+  // API: the first multiple of 64 rows past half of L2 for this ISA's KC, k = 1100 (several KC
+  // blocks on every ISA but AVX-512's 1024 + 76), n = 70 (a padded last panel on every ISA);
+  // skipped where that is over 2200 rows (SSE2's KC of 128 under qemu's 4 MiB L2).
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    std::size_t m = 64;
+    while (attn::detail::gemm_prepacked_streams(*kern, {m, 70, 1100}))
+      m += 64;
+    if (m > 2200) continue;
+    INFO("isa " << attn::isa_name(isa) << " m " << m);
+    attn::Context ctx = attn_test::make_context(isa, 2);
+    attn_test::Rng rng(61);
+    attn_test::run_case(ctx, {m + 5, 70, 1100, Transpose::yes, Transpose::no, -0.5f, 0.5f, 1}, rng,
+                        nullptr, BForm::packed);
+  }
+}
+
+TEST_CASE("packed matmul: the Goto loop nest with several NC blocks, any thread count",
+          "[matmul][packed]") {
+  // The driver itself on each ISA's kernels with a smaller blocking (KC 512, NC two panels of
+  // NR), so that a few hundred rows take the Goto loop and n = 5 NR + 3 spans three NC blocks
+  // (the last of one padded panel): each block of B starts at pc * round_up(n, NR) + jc * kc.
+  // k = 1100: KC blocks of 512, 512 and 76. Threads 1, 2 and 3 bit-identical.
+  for (attn::Isa isa : attn_test::test_isas()) {
+    attn::detail::Kernels kern = *attn::detail::kernels_for(isa);
+    kern.gemm_blocking.kc = 512;
+    kern.gemm_blocking.kc_large_l2 = 0;
+    kern.gemm_blocking.nc = 2 * kern.gemm_nr;
+    const std::size_t n = 5 * kern.gemm_nr + 3, k = 1100;
+    std::size_t m = 64;
+    while (attn::detail::gemm_prepacked_streams(kern, {m, n, k}))
+      m += 64;
+    m += 7;
+    INFO("isa " << attn::isa_name(isa) << " m " << m);
+    const Case cs{m, n, k, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1};
+    attn_test::Rng rng(71);
+    const std::size_t lda = k + 1, ldb = k + 1, ldc = n + 1;
+    const auto a = rng.uniform_vec(m * lda), b = rng.uniform_vec(n * ldb),
+               c0 = rng.uniform_vec(m * ldc);
+    const MatrixView<const float> av{a.data(), m, k, lda}, bv{b.data(), n, k, ldb};
+    std::vector<float> packed(attn::detail::gemm_prepacked_floats(kern, k, n) + 16);
+    float* aligned =
+        packed.data() + (16 - reinterpret_cast<std::uintptr_t>(packed.data()) / 4 % 16) % 16;
+    attn::detail::gemm_prepack_b(kern, 1, k, n, {b.data(), 1, ldb}, aligned);
+    std::vector<float> first;
+    for (int threads : {1, 2, 3}) {
+      INFO("threads " << threads);
+      std::vector<unsigned char> scratch(
+          attn::detail::gemm_prepacked_scratch_bytes(kern, threads, {m, n, k}) + 64);
+      void* scratch_at =
+          scratch.data() + (64 - reinterpret_cast<std::uintptr_t>(scratch.data()) % 64) % 64;
+      auto c = c0;
+      attn::detail::gemm_prepacked(kern, threads, {m, n, k}, cs.alpha, {a.data(), lda, 1}, aligned,
+                                   cs.beta, c.data(), ldc, scratch_at);
+      attn_test::check_result(cs, av, bv, c0, c);
+      if (first.empty()) {
+        first = c;
+      } else {
+        CHECK(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("packed matmul with k == 0 scales c by beta; n == 0 writes nothing", "[matmul][packed]") {
+  for (attn::Isa isa : attn_test::test_isas()) {
+    attn::Context ctx = attn_test::make_context(isa);
+    attn::PackedMatrix empty_k;
+    REQUIRE(attn::pack_matrix(ctx, {nullptr, 0, 2, 2}, Transpose::no, &empty_k).ok());
+    CHECK(!empty_k.empty());
+    CHECK(empty_k.bytes() == 0);
+    std::vector<float> c = {1, 2, 3, 4}, nan_c(4, attn_test::nan_f());
+    const MatrixView<const float> a{nullptr, 2, 0, 0};
+    REQUIRE(attn::matmul(ctx, a, Transpose::no, empty_k, {c.data(), 2, 2, 2}, 1, -0.5f).ok());
+    CHECK(c == std::vector<float>{-0.5f, -1, -1.5f, -2});
+    REQUIRE(attn::matmul(ctx, a, Transpose::no, empty_k, {nan_c.data(), 2, 2, 2}, 1, 0).ok());
+    CHECK(nan_c == std::vector<float>{0, 0, 0, 0});
+    attn::PackedMatrix empty_n;
+    std::vector<float> b(3, 1.0f);
+    REQUIRE(attn::pack_matrix(ctx, {b.data(), 3, 0, 1}, Transpose::no, &empty_n).ok());
+    CHECK(empty_n.rows() == 3);
+    CHECK(empty_n.cols() == 0);
+    std::vector<float> a2(6, 1.0f);
+    CHECK(
+        attn::matmul(ctx, {a2.data(), 2, 3, 3}, Transpose::no, empty_n, {c.data(), 2, 0, 1}).ok());
+  }
+}
+
+TEST_CASE("a PackedMatrix moves, holds its ISA and is independent of its source",
+          "[matmul][packed]") {
+  attn_test::Rng rng(3);
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    attn::Context ctx = attn_test::make_context(isa, 2);
+    std::vector<float> a = rng.uniform_vec(9 * 70), b = rng.uniform_vec(70 * 33);
+    const MatrixView<const float> av{a.data(), 9, 70, 70}, bv{b.data(), 70, 33, 33};
+    attn::PackedMatrix packed;
+    CHECK(packed.empty());
+    REQUIRE(attn::pack_matrix(ctx, bv, Transpose::no, &packed).ok());
+    CHECK(packed.isa() == isa);
+    CHECK(packed.bytes() >= 70 * 33 * sizeof(float));
+    std::vector<float> want(9 * 33), got(9 * 33);
+    REQUIRE(attn::matmul(ctx, av, Transpose::no, packed, {want.data(), 9, 33, 33}).ok());
+    // The packed copy stands alone: the source may change or go away.
+    std::fill(b.begin(), b.end(), attn_test::nan_f());
+    attn::PackedMatrix moved(std::move(packed));
+    CHECK(packed.empty());  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+    CHECK(!moved.empty());
+    REQUIRE(attn::matmul(ctx, av, Transpose::no, moved, {got.data(), 9, 33, 33}).ok());
+    CHECK(got == want);
+    attn::PackedMatrix assigned;
+    assigned = std::move(moved);
+    CHECK(moved.empty());  // NOLINT(bugprone-use-after-move)
+    REQUIRE(attn::matmul(ctx, av, Transpose::no, assigned, {got.data(), 9, 33, 33}).ok());
+    CHECK(got == want);
+    // Packing again into a PackedMatrix replaces its contents.
+    std::vector<float> b2 = rng.uniform_vec(70 * 5);
+    REQUIRE(attn::pack_matrix(ctx, {b2.data(), 5, 70, 70}, Transpose::yes, &assigned).ok());
+    CHECK(assigned.rows() == 70);
+    CHECK(assigned.cols() == 5);
+  }
+}
+
+TEST_CASE("packed matmul rejects bad arguments and writes nothing", "[matmul][packed][args]") {
+  attn::Context ctx;
+  REQUIRE(ctx.init_status().ok());
+  std::vector<float> a(6 * 4, 1.0f), b(4 * 5, 1.0f), c(6 * 5, kSentinel);
+  const MatrixView<const float> av{a.data(), 6, 4, 4}, bv{b.data(), 4, 5, 5};
+  const auto c_untouched = [&] {
+    for (float x : c)
+      if (x != kSentinel) return false;
+    return true;
+  };
+  attn::PackedMatrix packed;
+  REQUIRE(attn::pack_matrix(ctx, bv, Transpose::no, &packed).ok());
+
+  SECTION("an empty PackedMatrix") {
+    attn::PackedMatrix none;
+    const attn::Status s = attn::matmul(ctx, av, Transpose::no, none, {c.data(), 6, 5, 5});
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    CHECK(message_of(s).find("empty PackedMatrix") != std::string::npos);
+  }
+  SECTION("inner dimensions") {
+    const attn::Status s =
+        attn::matmul(ctx, {a.data(), 4, 6, 6}, Transpose::no, packed, {c.data(), 4, 5, 5});
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    CHECK(message_of(s).find("a is 4 x 6 but the packed b is 4 x 5") != std::string::npos);
+  }
+  SECTION("c's shape") {
+    const attn::Status s = attn::matmul(ctx, av, Transpose::no, packed, {c.data(), 6, 4, 5});
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    CHECK(message_of(s).find("c is 6 x 4") != std::string::npos);
+  }
+  SECTION("c overlapping a") {
+    std::vector<float> ac(6 * 5, kSentinel);
+    const attn::Status s =
+        attn::matmul(ctx, {ac.data(), 6, 4, 4}, Transpose::no, packed, {ac.data() + 1, 6, 5, 5});
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    for (float x : ac)
+      CHECK(x == kSentinel);
+  }
+  SECTION("c inside the packed copy") {
+    float* inside = const_cast<float*>(packed.data());
+    const attn::Status s = attn::matmul(ctx, av, Transpose::no, packed, {inside, 1, 5, 5});
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    CHECK(message_of(s).find("the packed b") != std::string::npos);
+  }
+  SECTION("a packed for another ISA") {
+    const auto isas = attn_test::test_isas();
+    if (isas.size() < 2) return;  // one ISA only (ATTN_ISA set): nothing to mismatch
+    attn::Context other =
+        attn_test::make_context(isas.front() == ctx.isa() ? isas.back() : isas.front());
+    const attn::Status s = attn::matmul(other, av, Transpose::no, packed, {c.data(), 6, 5, 5});
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    CHECK(message_of(s).find(std::string("packed for ") + attn::isa_name(ctx.isa())) !=
+          std::string::npos);
+  }
+  SECTION("pack_matrix: a null out, a bad b, and out left as it was") {
+    CHECK(attn::pack_matrix(ctx, bv, Transpose::no, nullptr).code() ==
+          attn::StatusCode::invalid_argument);
+    attn::Status s = attn::pack_matrix(ctx, {nullptr, 4, 5, 5}, Transpose::no, &packed);
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    CHECK(message_of(s).find("pack_matrix: b") != std::string::npos);
+    s = attn::pack_matrix(ctx, {b.data(), 4, 5, 3}, Transpose::yes, &packed);
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    CHECK(message_of(s).find("stride") != std::string::npos);
+    // 2^60 x 1: its 2^62 bytes fit in ptrdiff_t, but not with its one column padded to NR >= 2.
+    s = attn::pack_matrix(ctx, {b.data(), std::size_t{1} << 60, 1, 1}, Transpose::no, &packed);
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    CHECK(message_of(s).find("packed would span") != std::string::npos);
+    CHECK(packed.rows() == 4);  // untouched by the failed calls
+    CHECK(packed.cols() == 5);
+    CHECK(attn::matmul(ctx, av, Transpose::no, packed, {c.data(), 6, 5, 5}).ok());
+    CHECK(c[0] == 4.0f);
+    return;
+  }
+  CHECK(c_untouched());
+}
