@@ -6,9 +6,10 @@
 // allocations from any thread, attn's or the OpenMP runtime's, are seen.
 //
 // Checked: after a warm-up call of each shape on a Context (which grows its arena and lets the
-// OpenMP runtime build its team), further calls of matmul, exp, softmax, attention (with and
-// without weights, with every mask part) and self_attention make no allocation and no free, on
-// one thread and on several, on every ISA. Also: an allocation failure becomes out_of_memory with
+// OpenMP runtime build its team), further calls of matmul (with B as a view or a PackedMatrix),
+// exp, softmax, attention (with and without weights, with every mask part) and self_attention
+// make no allocation and no free, on one thread and on several, on every ISA. Also: an
+// allocation failure (of the scratch, or of pack_matrix's copy) becomes out_of_memory with
 // nothing written. Not built with sanitizers (which replace the allocator themselves).
 #include <dlfcn.h>
 #include <algorithm>
@@ -231,6 +232,9 @@ constexpr float kSentinel = 4321.0f;
 struct Workload {
   // matmul: 97 x 83 x 61, both transposes, alpha and beta.
   std::vector<float> a, b, c;
+  // matmul with a PackedMatrix (when set): 40 x 700 x 300 (threaded), pb packed by the caller.
+  std::vector<float> pa, pb, pc;
+  const attn::PackedMatrix* packed = nullptr;
   // exp: long enough for the threaded path (>= 2^16).
   std::vector<float> ex, ey;
   // softmax: 3 x 30000 (>= 2^16 elements, threaded), and a small in-place one.
@@ -249,6 +253,9 @@ struct Workload {
     a = rng.uniform_vec(97 * 61);
     b = rng.uniform_vec(61 * 83);
     c = rng.uniform_vec(97 * 83);
+    pa = rng.uniform_vec(40 * 300);
+    pb = rng.uniform_vec(300 * 700);
+    pc.assign(40 * 700, 0.0f);
     ex = rng.uniform_vec(70000, -90.0f, 90.0f);
     ey.assign(ex.size(), 0.0f);
     sx = rng.uniform_vec(3 * 30000, -5.0f, 5.0f);
@@ -288,6 +295,10 @@ struct Workload {
     ok(attn::matmul(ctx, attn::make_matrix<const float>(a.data(), 61, 97), Transpose::yes,
                     attn::make_matrix<const float>(b.data(), 83, 61), Transpose::yes,
                     attn::make_matrix(c.data(), 97, 83), 0.5f, 0.25f));
+    if (packed != nullptr) {
+      ok(attn::matmul(ctx, attn::make_matrix<const float>(pa.data(), 40, 300), Transpose::no,
+                      *packed, attn::make_matrix(pc.data(), 40, 700), 1.0f, 0.5f));
+    }
     ok(attn::exp(ctx, ex.data(), ey.data(), ex.size()));
     ok(attn::exp(ctx, ey.data(), ey.data(), 1000));
     ok(attn::softmax(ctx, attn::make_matrix<const float>(sx.data(), 3, 30000),
@@ -384,6 +395,11 @@ TEST_CASE("no allocation in steady state: every routine, every ISA, 1 and severa
     for (int threads : {1, 2, 3}) {
       INFO("isa " << attn::isa_name(isa) << ", " << threads << " threads");
       attn::Context ctx = attn_test::make_context(isa, threads);
+      attn::PackedMatrix packed;  // its one allocation, before any counting
+      REQUIRE(attn::pack_matrix(ctx, attn::make_matrix<const float>(work.pb.data(), 300, 700),
+                                attn::Transpose::no, &packed)
+                  .ok());
+      work.packed = &packed;
       {
         Counting count;
         REQUIRE(work.run(ctx) == 0);  // warm-up: grows the arena, starts the OpenMP team
@@ -431,6 +447,19 @@ TEST_CASE("a scratch allocation failure is out_of_memory and writes nothing", "[
     g_fail_allocs = 0;
     for (float x : c)
       CHECK(x == kSentinel);
+
+    // pack_matrix's own allocation: out_of_memory, and the PackedMatrix keeps what it held.
+    attn::PackedMatrix packed;
+    REQUIRE(attn::pack_matrix(ctx, av, attn::Transpose::no, &packed).ok());
+    g_fail_allocs = 1;
+    const attn::Status ps = attn::pack_matrix(ctx, attn::make_matrix<const float>(a.data(), 20, 30),
+                                              attn::Transpose::no, &packed);
+    g_fail_allocs = 0;
+    INFO(ps.message());
+    CHECK(ps.code() == attn::StatusCode::out_of_memory);
+    CHECK(std::string(ps.message()).find("could not allocate") != std::string::npos);
+    CHECK(packed.rows() == 40);
+    CHECK(packed.cols() == 40);
   }
 }
 
