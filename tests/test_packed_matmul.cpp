@@ -59,27 +59,61 @@ TEST_CASE("packed matmul matches the reference on small and edge shapes", "[matm
   }
 }
 
-TEST_CASE("packed matmul: the streamed loop over packed slivers, several KC blocks",
-          "[matmul][packed]") {
-  // op(A)'s packed rows within half of L2: gemm_prepacked's streamed loop, the threads splitting
-  // the slivers (required below). k = 1100 is 2 KC blocks on AVX-512 (KC 1024 with a 2 MiB L2, 512
-  // below), 5 on AVX2 and NEON (256), 9 on SSE2 (128): each block's slivers start at
-  // pc * round_up(n, NR) with kc rows, the last block shorter. n = 131 and 2100: last panels of
-  // 3 and 52 columns of 64 (AVX-512). Rows 1 to 49 (row-major A: the row groups of the tiles;
-  // A^T: the packing of columns), beta applied only in the first block; threads 1, 2 and 3
-  // bit-identical (every case is above gemm's 2 MFLOP threshold for threads).
+TEST_CASE("packed matmul: few rows read in place against each packed sliver", "[matmul][packed]") {
+  // Up to Kernels::gemm_sliver_max_rows rows of a row-major A (AVX-512 and NEON 48, AVX2 32, SSE2
+  // 2): PrepackedLoop::rows (required below), the prefetching tile over each sliver, the threads
+  // splitting the slivers. Rows 1 and 2 (every SIMD ISA), 7 and 8 (AVX-512's 8 x 32 tiles on each
+  // half of a sliver), 13 (near-equal groups of at most 6: 5 + 4 + 4; NEON's of 8: 7 + 6), 31
+  // and 48; k = 1100: 2 KC blocks on AVX-512 (KC 1024 with a 2 MiB L2, else 512), 5 on AVX2 and
+  // NEON, 9 on SSE2 (KC 128), the last shorter, beta applied only in the first; n = 2100 and 131:
+  // last panels of 52 and 3 columns of 64 (AVX-512; 4 and 3 of 16 on AVX2); strides past the row;
+  // threads 1, 2 and 3 bit-identical. Scalar has no such tile: the streamed loop takes these.
   const Case cases[] = {
       {1, 2100, 1100, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
-      {8, 2100, 600, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
-      {13, 131, 1100, Transpose::yes, Transpose::no, 1.0f, -0.5f, 1},
-      {49, 2100, 130, Transpose::no, Transpose::no, 2.0f, 0.5f, 2},
+      {2, 131, 1100, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
+      {7, 2100, 300, Transpose::no, Transpose::no, 2.0f, 0.5f, 1},
+      {8, 131, 1100, Transpose::no, Transpose::yes, 1.0f, -0.5f, 0},
+      {13, 2100, 600, Transpose::no, Transpose::no, 1.0f, 1.0f, 2},
+      {31, 131, 1100, Transpose::no, Transpose::no, -0.5f, 0.0f, 1},
+      {48, 2100, 130, Transpose::no, Transpose::yes, 1.0f, 0.5f, 0},
   };
   for (attn::Isa isa : attn_test::test_isas()) {
     const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
     REQUIRE(kern != nullptr);
     for (const Case& cs : cases) {
       INFO("isa " << attn::isa_name(isa) << " m " << cs.m << " k " << cs.k);
-      CHECK(attn::detail::gemm_prepacked_streams(*kern, {cs.m, cs.n, cs.k}));
+      const bool rows = kern->gemm_prefetch_sliver != nullptr && cs.m <= kern->gemm_sliver_max_rows;
+      CHECK((attn::detail::gemm_prepacked_loop(*kern, {cs.m, cs.n, cs.k}, {nullptr, cs.k, 1}) ==
+             attn::detail::PrepackedLoop::rows) == rows);
+    }
+  }
+  attn_test::run_across_threads(cases, {1, 2, 3}, 53, BForm::packed);
+}
+
+TEST_CASE("packed matmul: the streamed loop over packed slivers, several KC blocks",
+          "[matmul][packed]") {
+  // op(A)'s packed rows within half of L2 and more rows than the rows loop takes (or A^T):
+  // PrepackedLoop::streamed (required below), the threads splitting the slivers. k = 1100 and
+  // n as above; 1 and 13 rows of an A^T (with a stride past its row: one row of A^T without one
+  // is a row-major row and takes the rows loop), 49 and 60 rows of a row-major A (past every ISA's
+  // gemm_sliver_max_rows); beta applied only in the first KC block; threads 1, 2 and 3
+  // bit-identical (every case is above gemm's 2 MFLOP threshold for threads).
+  const Case cases[] = {
+      {1, 2100, 1100, Transpose::yes, Transpose::no, 1.0f, 0.0f, 1},
+      {13, 131, 1100, Transpose::yes, Transpose::yes, 1.0f, -0.5f, 1},
+      {49, 2100, 300, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
+      {60, 2100, 130, Transpose::no, Transpose::no, 2.0f, 0.5f, 2},
+  };
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    for (const Case& cs : cases) {
+      INFO("isa " << attn::isa_name(isa) << " m " << cs.m << " k " << cs.k);
+      const attn::detail::GemmOperand a =
+          cs.ta == Transpose::no ? attn::detail::GemmOperand{nullptr, cs.k, 1}
+                                 : attn::detail::GemmOperand{nullptr, 1, cs.m + cs.pad};
+      CHECK(attn::detail::gemm_prepacked_loop(*kern, {cs.m, cs.n, cs.k}, a) ==
+            attn::detail::PrepackedLoop::streamed);
     }
   }
   attn_test::run_across_threads(cases, {1, 2, 3}, 51, BForm::packed);
@@ -95,7 +129,8 @@ TEST_CASE("packed matmul: the Goto loop nest over packed blocks", "[matmul][pack
     const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
     REQUIRE(kern != nullptr);
     std::size_t m = 64;
-    while (attn::detail::gemm_prepacked_streams(*kern, {m, 70, 1100}))
+    while (attn::detail::gemm_prepacked_loop(*kern, {m, 70, 1100}, {nullptr, 1, m + 5}) !=
+           attn::detail::PrepackedLoop::packed)
       m += 64;
     if (m > 2200) continue;
     INFO("isa " << attn::isa_name(isa) << " m " << m);
@@ -119,7 +154,8 @@ TEST_CASE("packed matmul: the Goto loop nest with several NC blocks, any thread 
     kern.gemm_blocking.nc = 2 * kern.gemm_nr;
     const std::size_t n = 5 * kern.gemm_nr + 3, k = 1100;
     std::size_t m = 64;
-    while (attn::detail::gemm_prepacked_streams(kern, {m, n, k}))
+    while (attn::detail::gemm_prepacked_loop(kern, {m, n, k}, {nullptr, k + 1, 1}) !=
+           attn::detail::PrepackedLoop::packed)
       m += 64;
     m += 7;
     INFO("isa " << attn::isa_name(isa) << " m " << m);
@@ -137,7 +173,8 @@ TEST_CASE("packed matmul: the Goto loop nest with several NC blocks, any thread 
     for (int threads : {1, 2, 3}) {
       INFO("threads " << threads);
       std::vector<unsigned char> scratch(
-          attn::detail::gemm_prepacked_scratch_bytes(kern, threads, {m, n, k}) + 64);
+          attn::detail::gemm_prepacked_scratch_bytes(kern, threads, {m, n, k}, {a.data(), lda, 1}) +
+          64);
       void* scratch_at =
           scratch.data() + (64 - reinterpret_cast<std::uintptr_t>(scratch.data()) % 64) % 64;
       auto c = c0;

@@ -196,6 +196,15 @@ struct Kernels {
   std::size_t gemm_prefetch_b_mr;
   std::size_t gemm_prefetch_b_nr;
   GemmDirectKernel gemm_prefetch_b;
+  // Up to gemm_sliver_call_rows rows against one sliver of a pre-packed B (ldb = gemm_nr, n <=
+  // gemm_nr), B's rows prefetched as gemm_prefetch_b does: gemm_prepacked takes it for at most
+  // gemm_sliver_max_rows rows of a row-major A, m <= gemm_sliver_call_rows in one call, more in
+  // near-equal groups of at most gemm_sliver_mr (matmul/gemm.cpp). nullptr (and 0) on the
+  // scalar table.
+  std::size_t gemm_sliver_max_rows;
+  std::size_t gemm_sliver_mr;
+  std::size_t gemm_sliver_call_rows;
+  GemmDirectKernel gemm_prefetch_sliver;
 
   // The fused attention's register tile, which may differ from the GEMM's (the GEMM's widest
   // tile would pad a head dimension of 80 to 128): S = scale * Q K^T by attention_scores (a

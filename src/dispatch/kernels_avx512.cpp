@@ -39,6 +39,12 @@
 #define ATTN_GEMM_PREFETCH_B_MR 8
 #define ATTN_GEMM_PREFETCH_B_NV 3
 #define ATTN_GEMM_PREFETCH_B_MIN_ROWS 5
+// A pre-packed B: the 6 x 64 tile on each packed sliver, 8 x 32 tiles on each half of it for 7 or
+// 8 rows, for up to ATTN_GEMM_SLIVER_MAX_ROWS rows (gemm_prepacked in matmul/gemm.cpp has the
+// measurements).
+#define ATTN_GEMM_SLIVER_MR 6
+#define ATTN_GEMM_SLIVER_CALL_ROWS 8
+#define ATTN_GEMM_SLIVER_MAX_ROWS 48
 // Fused attention: the 14 x 32 tile (a head dimension of 64 is 2 panels; NR = 64 would pad 80
 // to 128). 56 query rows (4 x MR) against 128 keys: the 56 x 128 score tile (28 KiB) stays in a
 // 48 KiB L1 while it is turned into probabilities; the packed K and V tiles (128 x 64 floats,

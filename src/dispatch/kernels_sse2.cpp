@@ -21,6 +21,10 @@
 #define ATTN_GEMM_PREFETCH_B_MR 6
 #define ATTN_GEMM_PREFETCH_B_NV 2
 #define ATTN_GEMM_PREFETCH_B_MIN_ROWS 5
+// A pre-packed B: 6 x 8 on each packed sliver for up to ATTN_GEMM_SLIVER_MAX_ROWS rows
+// (gemm_prepacked in matmul/gemm.cpp has the measurements).
+#define ATTN_GEMM_SLIVER_MR 6
+#define ATTN_GEMM_SLIVER_MAX_ROWS 2
 #define ATTN_GEMM_LANES 4
 #define ATTN_GEMM_MR 4
 #define ATTN_GEMM_NR 8

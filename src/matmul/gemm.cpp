@@ -722,8 +722,7 @@ std::size_t gemm_prepacked_floats(const Kernels& kern, std::size_t k, std::size_
 
 void gemm_prepack_b(const Kernels& kern, int threads, std::size_t k, std::size_t n,
                     const GemmOperand& b, float* dst) {
-  const GemmShape s{1, n, k};
-  const Plan plan = make_plan(kern, s, 1);
+  const Plan plan = make_plan(kern, GemmShape{1, n, k}, 1);
   const std::size_t n_panels = (n + plan.nr - 1) / plan.nr;
   run_parallel(effective_threads(threads, GemmShape{1, n, k}), [&](int t, int nt) {
     std::size_t pb, pe;
@@ -735,37 +734,106 @@ void gemm_prepack_b(const Kernels& kern, int threads, std::size_t k, std::size_t
   });
 }
 
-bool gemm_prepacked_streams(const Kernels& kern, const GemmShape& s) {
+// Which loop gemm_prepacked runs. With B packed, the per-call packing that the paths for a
+// row-major B avoid (rows, prefetched, direct) or pay (streamed, packed) is gone, so only the
+// kernels' own rates decide:
+// - PrepackedLoop::rows: up to Kernels::gemm_sliver_max_rows rows of a row-major A, read in place
+//   by the prefetching tile of the packed tile's width over each sliver (gemm_prefetch_sliver;
+//   the threads split the slivers, rows in near-equal groups, k in the packed KC blocks);
+// - PrepackedLoop::streamed: while op(A)'s packed rows for one KC block fit in half of L2,
+//   gemm_streamed reading each sliver where it lies, fetching the next into L2 meanwhile where a
+//   sliver is larger than L1 (as the Goto loop does);
+// - PrepackedLoop::packed: the Goto loop nest, B's KC x NC blocks where they lie.
+// Intel Xeon of the README, one thread, B 2304 x 768 (7 MiB, from L3), against matmul on the
+// row-major B (a harness alternating the two, medians of 7 pairs): AVX-512 1 row 1.00-1.01x the
+// time, 4 rows 0.93-0.95x, 5 and 6 rows 0.90-0.92x, 7 and 8 rows 1.05x (GemmPath::prefetched's
+// 8 x 48 tile reads B once; the 6 x 64 tile needs two groups, 1.08-1.19x, so 7 and 8 rows take
+// 8 x 32 tiles on each half of the sliver), 9 rows 0.86x, 16 0.90x, 48 0.89x; 64 rows 0.87x,
+// 128 0.90x and 512 0.94x by the streamed and Goto loops; two threads 8 rows 1.01x, 16 rows
+// 0.92x, 48 rows 0.88x. The rows loop against the streamed one on the packed B: AVX-512 48 rows
+// 0.97x, 64 rows 0.99x, 96 rows 1.05x (hence 48); AVX2 4 rows 0.90x, 8 rows 0.95x, 32 rows
+// 0.97x, 40 and 48 rows 1.00-1.02x (hence 32); SSE2 1 and 2 rows 0.80-0.92x, but 3 and 4 rows
+// 1.08-1.14x and 8 rows 1.11x (its 6 x 8 tile against the packed 4 x 8 tile on A panels of
+// copies; hence 2). NEON's limit (48) and tile (8 x 12) are AVX-512's, untimed.
+PrepackedLoop gemm_prepacked_loop(const Kernels& kern, const GemmShape& s, const GemmOperand& a) {
+  if (kern.gemm_prefetch_sliver != nullptr && a.cs == 1 && s.m <= kern.gemm_sliver_max_rows) {
+    return PrepackedLoop::rows;
+  }
   const std::size_t kc = std::min(table_kc(kern), s.k);
   const std::size_t a_bytes = round_up(s.m, kern.gemm_mr) * kc * kern.gemm_a_copies * sizeof(float);
-  return a_bytes <= cpu_info().l2_bytes / 2;
+  return a_bytes <= cpu_info().l2_bytes / 2 ? PrepackedLoop::streamed : PrepackedLoop::packed;
 }
 
-std::size_t gemm_prepacked_scratch_bytes(const Kernels& kern, int threads, const GemmShape& s) {
+std::size_t gemm_prepacked_scratch_bytes(const Kernels& kern, int threads, const GemmShape& s,
+                                         const GemmOperand& a) {
   threads = effective_threads(threads, s);
-  if (gemm_prepacked_streams(kern, s)) {
-    const Plan p = make_plan(kern, s, 1);
-    return static_cast<std::size_t>(threads) * streamed_a_floats(p, s) * sizeof(float);
+  switch (gemm_prepacked_loop(kern, s, a)) {
+    case PrepackedLoop::rows:
+      return 0;
+    case PrepackedLoop::streamed:
+      return static_cast<std::size_t>(threads) * streamed_a_floats(make_plan(kern, s, 1), s) *
+             sizeof(float);
+    case PrepackedLoop::packed:
+      break;
   }
-  const Plan p = make_plan(kern, s, threads);
-  return static_cast<std::size_t>(threads) * p.a_floats * sizeof(float);
+  return static_cast<std::size_t>(threads) * make_plan(kern, s, threads).a_floats * sizeof(float);
 }
+
+namespace {
+
+// PrepackedLoop::rows: the threads split the slivers (each element of C is one thread's); per KC
+// block, each sliver's rows in one call, or in near-equal groups of at most gemm_sliver_mr; the
+// first block applies beta, the others add to C.
+void gemm_prepacked_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha,
+                         const GemmOperand& a, const float* packed, float beta, float* c,
+                         std::size_t ldc) {
+  const std::size_t nr = kern.gemm_nr, mr = kern.gemm_sliver_mr;
+  const std::size_t kc_max = std::min(table_kc(kern), s.k);
+  const std::size_t groups = s.m <= kern.gemm_sliver_call_rows ? 1 : (s.m + mr - 1) / mr;
+  const std::size_t n_panels = (s.n + nr - 1) / nr, n_padded = n_panels * nr;
+  run_parallel(threads, [&](int t, int nt) {
+    std::size_t pb, pe;
+    static_range(n_panels, t, nt, &pb, &pe);
+    for (std::size_t pc = 0; pc < s.k; pc += kc_max) {
+      const std::size_t kc = std::min(kc_max, s.k - pc);
+      const float beta_pc = pc == 0 ? beta : 1.0f;
+      for (std::size_t jp = pb; jp < pe; ++jp) {
+        const std::size_t j0 = jp * nr, cols = std::min(nr, s.n - j0);
+        const float* sliver = packed + pc * n_padded + jp * nr * kc;
+        for (std::size_t g = 0; g < groups; ++g) {
+          std::size_t r0, r1;
+          static_range(s.m, static_cast<int>(g), static_cast<int>(groups), &r0, &r1);
+          kern.gemm_prefetch_sliver(kc, a.data + r0 * a.rs + pc, a.rs, sliver, nr,
+                                    c + r0 * ldc + j0, ldc, alpha, beta_pc, r1 - r0, cols, nullptr);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
 
 void gemm_prepacked(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                     const GemmOperand& a, const float* packed_b, float beta, float* c,
-                    std::size_t ldc, void* scratch, const float* bias) {
+                    std::size_t ldc, void* scratch) {
   if (s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
-    scale_c(s.m, s.n, alpha, beta, c, ldc, bias);
+    scale_c(s.m, s.n, alpha, beta, c, ldc, nullptr);
     return;
   }
   threads = effective_threads(threads, s);
   const GemmOperand none{nullptr, 0, 1};  // op(B) is read from packed_b only
   float* const buf = static_cast<float*>(scratch);
-  if (gemm_prepacked_streams(kern, s)) {
-    gemm_streamed(kern, threads, s, alpha, a, none, beta, c, ldc, bias, buf, packed_b);
-  } else {
-    gemm_packed(kern, threads, s, alpha, a, none, beta, c, ldc, bias, buf, packed_b);
+  switch (gemm_prepacked_loop(kern, s, a)) {
+    case PrepackedLoop::rows:
+      gemm_prepacked_rows(kern, threads, s, alpha, a, packed_b, beta, c, ldc);
+      return;
+    case PrepackedLoop::streamed:
+      gemm_streamed(kern, threads, s, alpha, a, none, beta, c, ldc, nullptr, buf, packed_b);
+      return;
+    case PrepackedLoop::packed:
+      gemm_packed(kern, threads, s, alpha, a, none, beta, c, ldc, nullptr, buf, packed_b);
+      return;
   }
 }
 

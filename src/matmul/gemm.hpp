@@ -52,14 +52,19 @@ std::size_t gemm_prepacked_floats(const Kernels& kern, std::size_t k, std::size_
 // the threads splitting the panels of each block.
 void gemm_prepack_b(const Kernels& kern, int threads, std::size_t k, std::size_t n,
                     const GemmOperand& b, float* dst);
-// Whether gemm_prepacked takes the streamed loop (all of op(A)'s packed rows within half of L2,
-// the threads splitting the slivers) rather than the Goto loop nest; never on the thread count.
-bool gemm_prepacked_streams(const Kernels& kern, const GemmShape& shape);
-std::size_t gemm_prepacked_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape);
-// gemm() with op(B) read from packed_b (gemm_prepack_b's layout for shape.k x shape.n): the same
-// contract, scratch of gemm_prepacked_scratch_bytes(), bit-identical for any thread count.
+// The loop gemm_prepacked runs (matmul/gemm.cpp, gemm_prepacked_loop): the prefetching tile over
+// each sliver with A in place (few rows of a row-major A), op(A) packed whole per KC block and run
+// over each sliver, or the Goto loop nest. Never on the thread count.
+enum class PrepackedLoop { rows, streamed, packed };
+PrepackedLoop gemm_prepacked_loop(const Kernels& kern, const GemmShape& shape,
+                                  const GemmOperand& a);
+std::size_t gemm_prepacked_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
+                                         const GemmOperand& a);
+// gemm() with op(B) read from packed_b (gemm_prepack_b's layout for shape.k x shape.n), without
+// a bias: the same contract otherwise, scratch of gemm_prepacked_scratch_bytes(), bit-identical
+// for any thread count.
 void gemm_prepacked(const Kernels& kern, int threads, const GemmShape& shape, float alpha,
                     const GemmOperand& a, const float* packed_b, float beta, float* c,
-                    std::size_t ldc, void* scratch, const float* bias = nullptr);
+                    std::size_t ldc, void* scratch);
 
 }  // namespace attn::detail

@@ -18,6 +18,8 @@
 // GemmPath::prefetched: 6 x 8 (12 accumulators of 16 registers).
 #define ATTN_GEMM_PREFETCH_B_MR 6
 #define ATTN_GEMM_PREFETCH_B_NV 2
+// Few rows against a pre-packed B: the same 6 x 8 tile on one packed 8-column sliver.
+#define ATTN_GEMM_SLIVER_MR 6
 #define ATTN_GEMM_KERNEL gemm_kernel_4x8
 #define ATTN_GEMM_PACK_A gemm_pack_a_4
 #define ATTN_GEMM_PACK_A_COLS gemm_pack_a_cols_4

@@ -10,6 +10,7 @@
 // GemmPath::prefetched: the direct tile's 6 x 16 (12 accumulators of 16 registers).
 #define ATTN_GEMM_PREFETCH_B_MR 6
 #define ATTN_GEMM_PREFETCH_B_NV 2
+#define ATTN_GEMM_SLIVER_MR 6
 #define ATTN_GEMM_KERNEL gemm_kernel_6x16
 #define ATTN_GEMM_PACK_A gemm_pack_a_6
 #define ATTN_GEMM_PACK_A_COLS gemm_pack_a_cols_6

@@ -11,6 +11,11 @@
 #define ATTN_GEMM_MR_MID 4
 #define ATTN_GEMM_DIRECT_WIDE_MR 6
 #define ATTN_GEMM_DIRECT_WIDE_MR_SMALL 4
+// Few rows against a pre-packed B (gemm_prefetch_sliver): the 6 x 64 tile, and for 7 or 8 rows
+// 8 x 32 tiles (16 accumulators) on the two halves of each 64-column sliver.
+#define ATTN_GEMM_SLIVER_MR 6
+#define ATTN_GEMM_SLIVER_TALL_MR 8
+#define ATTN_GEMM_SLIVER_TALL_NV 2
 #define ATTN_GEMM_KERNEL gemm_kernel_6x64
 #define ATTN_GEMM_PACK_A gemm_pack_a_6
 #define ATTN_GEMM_PACK_A_COLS gemm_pack_a_cols_6

@@ -10,6 +10,7 @@
 // GemmPath::prefetched: 8 x 12 (24 accumulators of 32 registers).
 #define ATTN_GEMM_PREFETCH_B_MR 8
 #define ATTN_GEMM_PREFETCH_B_NV 3
+#define ATTN_GEMM_SLIVER_MR 8
 #define ATTN_GEMM_KERNEL gemm_kernel_8x12
 #define ATTN_GEMM_PACK_A gemm_pack_a_8
 #define ATTN_GEMM_PACK_A_COLS gemm_pack_a_cols_8

@@ -8,7 +8,8 @@
 
 namespace attn::detail {
 
-// A packed tile: its micro-kernel and packing routines.
+// A packed tile: its micro-kernel, packing routines, and the same width's prefetching tile for a
+// pre-packed B (gemm_prefetch_sliver: defined where the tile file sets ATTN_GEMM_SLIVER_MR).
 #define ATTN_DECLARE_GEMM_TILE(isa, name, pack_a, pack_a_cols, pack_b_rows, pack_b_cols)           \
   namespace isa {                                                                                  \
   void name(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc, float alpha, \
@@ -17,6 +18,9 @@ namespace attn::detail {
   void pack_a_cols(const float* a, std::size_t lda, std::size_t width, std::size_t k, float* dst); \
   void pack_b_rows(const float* b, std::size_t ldb, std::size_t width, std::size_t k, float* dst); \
   void pack_b_cols(const float* b, std::size_t ldb, std::size_t width, std::size_t k, float* dst); \
+  void gemm_prefetch_sliver(std::size_t k, const float* a, std::size_t lda, const float* b,        \
+                            std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,   \
+                            std::size_t m, std::size_t n, const float* bias);                      \
   }
 
 // Rows of C that one call of gemm_rows takes (Kernels::gemm_rows_max).

@@ -38,7 +38,8 @@ Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, const Packe
   const detail::GemmOperand ga = ta == Transpose::no ? detail::GemmOperand{a.data, a.stride, 1}
                                                      : detail::GemmOperand{a.data, 1, a.stride};
   void* scratch = nullptr;
-  const std::size_t bytes = detail::gemm_prepacked_scratch_bytes(*st->kernels, st->threads, shape);
+  const std::size_t bytes =
+      detail::gemm_prepacked_scratch_bytes(*st->kernels, st->threads, shape, ga);
   if (bytes > 0) ATTN_RETURN_IF_ERROR(st->scratch(bytes, &scratch));
   detail::gemm_prepacked(*st->kernels, st->threads, shape, alpha, ga, b.data(), beta, c.data,
                          c.stride, scratch);
