@@ -255,11 +255,7 @@ TEST_CASE("attention keeps O(n) memory: Lq = Lk = 32768 in under 64 MiB of scrat
   // key split; 8 x 56 rows took 144 s of the CI's qemu Haswell stage),
   // then a decoding row against the same keys on every ISA.
   const std::size_t n = 32768, d = 64;
-#if defined(ATTN_TEST_EMULATED)
-  const bool emulated = true;
-#else
-  const bool emulated = std::getenv("ATTN_TEST_EMULATED") != nullptr;
-#endif
+  const bool emulated = attn_test::emulated();
   const std::size_t lq = emulated ? 2 * 56 : n;
   attn_test::Rng rng(77);
   const auto k = rng.uniform_vec(n * d), v = rng.uniform_vec(n * d);

@@ -77,6 +77,16 @@ inline double ulp_error(float got, double want) {
   return std::fabs(static_cast<double>(got) - want) / std::ldexp(1.0, exp2);
 }
 
+// Whether the tests run under an emulator or valgrind (ATTN_TEST_EMULATED built in or set in the
+// environment: tests/CMakeLists.txt), where the longest cases run reduced.
+inline bool emulated() {
+#if defined(ATTN_TEST_EMULATED)
+  return true;
+#else
+  return std::getenv("ATTN_TEST_EMULATED") != nullptr;
+#endif
+}
+
 inline float nan_f() {
   return std::numeric_limits<float>::quiet_NaN();
 }
