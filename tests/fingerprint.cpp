@@ -89,6 +89,34 @@ bool matmuls(attn::Context& ctx, Hash& h) {
   return true;
 }
 
+// matmul with a PackedMatrix: each of gemm_prepacked's loops (few rows in place, op(A) packed
+// whole, the Goto nest on CPUs whose L2 the 300 rows' KC block exceeds).
+bool packed_matmuls(attn::Context& ctx, Hash& h) {
+  struct Shape {
+    std::size_t m, n, k;
+    attn::Transpose ta, tb;
+  };
+  const attn::Transpose N = attn::Transpose::no, T = attn::Transpose::yes;
+  const Shape shapes[] = {{8, 200, 300, N, N}, {60, 200, 300, T, T}, {300, 200, 1100, N, N}};
+  Inputs in(6);
+  for (const Shape& s : shapes) {
+    const std::size_t ar = s.ta == N ? s.m : s.k, ac = s.ta == N ? s.k : s.m;
+    const std::size_t br = s.tb == N ? s.k : s.n, bc = s.tb == N ? s.n : s.k;
+    const std::vector<float> a = in.vec(ar * ac), b = in.vec(br * bc);
+    std::vector<float> c = in.vec(s.m * s.n);
+    attn::PackedMatrix packed;
+    if (!ok(attn::pack_matrix(ctx, attn::make_matrix<const float>(b.data(), br, bc), s.tb, &packed),
+            "pack_matrix") ||
+        !ok(attn::matmul(ctx, attn::make_matrix<const float>(a.data(), ar, ac), s.ta, packed,
+                         attn::make_matrix(c.data(), s.m, s.n), 1.0f, 0.5f),
+            "packed matmul")) {
+      return false;
+    }
+    h.add(c);
+  }
+  return true;
+}
+
 bool vmath(attn::Context& ctx, Hash& ex, Hash& sm) {
   Inputs in(2);
   std::vector<float> x(4099);
@@ -193,13 +221,14 @@ int main() {
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx;
     if (!ok(ctx.set_isa(isa), "set_isa")) return 1;
-    Hash mm, ex, sm, at, sa;
-    if (!matmuls(ctx, mm) || !vmath(ctx, ex, sm) || !attentions(ctx, at) ||
-        !self_attentions(ctx, sa)) {
+    Hash mm, pm, ex, sm, at, sa;
+    if (!matmuls(ctx, mm) || !packed_matmuls(ctx, pm) || !vmath(ctx, ex, sm) ||
+        !attentions(ctx, at) || !self_attentions(ctx, sa)) {
       return 1;
     }
     const char* name = attn::isa_name(isa);
     std::printf("matmul %s %016llx\n", name, static_cast<unsigned long long>(mm.h));
+    std::printf("packed_matmul %s %016llx\n", name, static_cast<unsigned long long>(pm.h));
     std::printf("exp %s %016llx\n", name, static_cast<unsigned long long>(ex.h));
     std::printf("softmax %s %016llx\n", name, static_cast<unsigned long long>(sm.h));
     std::printf("attention %s %016llx\n", name, static_cast<unsigned long long>(at.h));
