@@ -19,11 +19,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// "matmul:M,N,K" or "matmul_nt:M,N,K", then optionally ":THREADS".
-bool parse_spec(const std::string& spec, MatmulShape* shape, int* threads) {
+// "matmul:M,N,K" or "matmul_nt:M,N,K" (or either with "_packed": B pre-packed), then
+// optionally ":THREADS".
+bool parse_spec(const std::string& spec, MatmulShape* shape, int* threads, bool* packed) {
   const std::size_t colon = spec.find(':');
   if (colon == std::string::npos) return false;
-  const std::string routine = spec.substr(0, colon);
+  std::string routine = spec.substr(0, colon);
+  const std::string suffix = "_packed";
+  *packed = routine.size() > suffix.size() &&
+            routine.compare(routine.size() - suffix.size(), suffix.size(), suffix) == 0;
+  if (*packed) routine.resize(routine.size() - suffix.size());
   if (routine != "matmul" && routine != "matmul_nt") return false;
   unsigned long m = 0, n = 0, k = 0;
   int t = 1, used = 0;
@@ -69,10 +74,12 @@ double time_batch(Contender& c, int calls) {
 int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
   MatmulShape shape;
   int threads = 1;
-  if (!parse_spec(spec, &shape, &threads) || pairs < 1) {
+  bool packed = false;
+  if (!parse_spec(spec, &shape, &threads, &packed) || pairs < 1) {
     std::fprintf(stderr,
-                 "attn-bench: --alternate takes matmul:M,N,K or matmul_nt:M,N,K, optionally "
-                 "followed by :THREADS (got \"%s\"), and --pairs a positive count\n",
+                 "attn-bench: --alternate takes matmul:M,N,K or matmul_nt:M,N,K (or matmul_packed, "
+                 "matmul_nt_packed), optionally followed by :THREADS (got \"%s\"), and --pairs a "
+                 "positive count\n",
                  spec.c_str());
     return 2;
   }
@@ -93,12 +100,32 @@ int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
                                                : attn::MatrixView<const float>{b.data(), k, n, n};
   const attn::Transpose tb = shape.trans_b ? attn::Transpose::yes : attn::Transpose::no;
   std::vector<Contender> all;
-  all.emplace_back(std::string("ours ") + attn::isa_name(isa), [&] {
-    (void)attn::matmul(ctx, av, attn::Transpose::no, bv, tb, {c_ours.data(), m, n, n});
-  });
+  // Packed: ours on B packed once (outside the timing), beside ours on B as it is and the peers;
+  // oneDNN's matmul primitive then also runs on weights reordered once into its own layout.
+  attn::PackedMatrix b_packed;
+  auto peer_list = gemm_peers();
+  if (packed) {
+    if (!attn::pack_matrix(ctx, bv, tb, &b_packed).ok()) {
+      std::fprintf(stderr, "attn-bench: pack_matrix failed\n");
+      return 1;
+    }
+    all.emplace_back(std::string("ours ") + attn::isa_name(isa) + " packed", [&] {
+      (void)attn::matmul(ctx, av, attn::Transpose::no, b_packed, {c_ours.data(), m, n, n});
+    });
+    all.emplace_back(std::string("ours ") + attn::isa_name(isa), [&] {
+      (void)attn::matmul(ctx, av, attn::Transpose::no, bv, tb, {c_ours.data(), m, n, n});
+    });
+#if defined(ATTN_BENCH_HAVE_ONEDNN)
+    peer_list.emplace_back("onednn-packed", make_onednn_matmul_packed);
+#endif
+  } else {
+    all.emplace_back(std::string("ours ") + attn::isa_name(isa), [&] {
+      (void)attn::matmul(ctx, av, attn::Transpose::no, bv, tb, {c_ours.data(), m, n, n});
+    });
+  }
   const GemmProblem p{m, n, k, shape.trans_b, a.data(), b.data(), c_peer.data()};
   std::vector<std::unique_ptr<PeerGemm>> peers;
-  for (const auto& [name, make] : gemm_peers()) {
+  for (const auto& [name, make] : peer_list) {
     auto peer = make();
     const std::string error = peer->prepare(p, threads);
     if (!error.empty()) {
@@ -131,13 +158,13 @@ int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
     }
   }
   const double flop = 2.0 * double(m) * double(n) * double(k);
-  std::printf("%s %zux%zux%zu, %d thread(s), %d pairs of %d calls per peer:\n", shape.routine, m, n,
-              k, threads, pairs, calls);
-  std::printf("%-16s %14s %10s  %-34s %s\n", "", "time (median)", "GFLOP/s",
+  std::printf("%s%s %zux%zux%zu, %d thread(s), %d pairs of %d calls per peer:\n", shape.routine,
+              packed ? " (B pre-packed)" : "", m, n, k, threads, pairs, calls);
+  std::printf("%-20s %14s %10s  %-34s %s\n", "", "time (median)", "GFLOP/s",
               "ours/peer speed: median (quartiles)", "ours faster");
   for (const auto& x : all) {
     const double t = median(x.seconds);
-    std::printf("%-16s %11.4g us %10.1f", x.name.c_str(), t * 1e6, flop / t * 1e-9);
+    std::printf("%-20s %11.4g us %10.1f", x.name.c_str(), t * 1e6, flop / t * 1e-9);
     if (!x.ratios.empty()) {
       const auto wins =
           std::count_if(x.ratios.begin(), x.ratios.end(), [](double r) { return r > 1.0; });

@@ -2,7 +2,8 @@
 // libraries found at configure time, with the machine's FMA peak measured at start-up.
 //
 //   attn-bench [--quick] [--summary] [--default-isa] [Google Benchmark flags]
-//   attn-bench --alternate=matmul:M,N,K[:THREADS] [--pairs=N]   (or matmul_nt: A·Bᵀ)
+//   attn-bench --alternate=matmul:M,N,K[:THREADS] [--pairs=N]   (or matmul_nt: A·Bᵀ; with
+//                                                              _packed: B pre-packed)
 //
 // --quick:       ours on the default ISA and the peers, the shapes that run fast (3 repetitions
 //                of at least 0.02 s), then a summary table. Under a minute. Later flags
@@ -48,6 +49,9 @@ const char* kUsage =
     "  --alternate=matmul:M,N,K[:THREADS]  (or matmul_nt:, A·Bᵀ) no benchmark run: ours and\n"
     "                 each matmul peer in alternating batches of about 20 ms, --pairs=N per\n"
     "                 peer (default 21), then the median ours/peer speed ratio of each peer.\n"
+    "                 matmul_packed: (or matmul_nt_packed:) ours on B packed once\n"
+    "                 (attn::pack_matrix), beside ours unpacked, the peers, and oneDNN's\n"
+    "                 matmul primitive on weights reordered once (onednn-packed).\n"
     "  ATTN_ISA=<isa>  run <isa> as the default and leave out the ISAs above it.\n"
     "\n"
     "Counters: FLOP or elem (rates per second of the benchmark thread's CPU time), peak% (of the\n"

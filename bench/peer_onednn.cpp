@@ -1,4 +1,5 @@
-// oneDNN: the matmul primitive (created once, outside the timing loop) and dnnl_sgemm.
+// oneDNN: the matmul primitive (created once, outside the timing loop; with its weights reordered
+// once into its own layout for the pre-packed comparison) and dnnl_sgemm.
 // Debian's oneDNN 2.6 uses the OpenMP runtime: it runs omp_get_max_threads() threads, so the
 // thread count is set with omp_set_num_threads before the primitive is created (and restored).
 #include <omp.h>
@@ -25,8 +26,11 @@ class OmpThreads {
   int saved_ = 0;
 };
 
+// The matmul primitive; with packed_weights, its weights in the layout it picks (format_tag::any),
+// reordered once in prepare: oneDNN's form of a pre-packed weight (as PyTorch's prepacked linear).
 class OnednnMatmul final : public PeerGemm {
  public:
+  explicit OnednnMatmul(bool packed_weights) : packed_weights_(packed_weights) {}
   std::string prepare(const GemmProblem& p, int threads) override {
     threads_.set(threads);
     try {
@@ -37,11 +41,23 @@ class OnednnMatmul final : public PeerGemm {
       const dnnl::memory::desc a_md(dims{m, k}, dt::f32, dims{k, 1});
       const dnnl::memory::desc b_md(dims{k, n}, dt::f32, p.trans_b ? dims{1, k} : dims{n, 1});
       const dnnl::memory::desc c_md(dims{m, n}, dt::f32, dims{n, 1});
-      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), engine_);
+      const dnnl::memory::desc w_md =
+          packed_weights_ ? dnnl::memory::desc(dims{k, n}, dt::f32, dnnl::memory::format_tag::any)
+                          : b_md;
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_md, c_md), engine_);
       label_ = pd.impl_info_str();
       primitive_ = dnnl::matmul(pd);
+      dnnl::memory b_mem(b_md, engine_, const_cast<float*>(p.b));
+      if (pd.weights_desc() != b_md) {
+        weights_ = dnnl::memory(pd.weights_desc(), engine_);
+        dnnl::reorder(b_mem, weights_).execute(stream_, b_mem, weights_);
+        stream_.wait();
+        label_ += " (weights reordered once)";
+      } else {
+        weights_ = b_mem;
+      }
       args_ = {{DNNL_ARG_SRC, dnnl::memory(a_md, engine_, const_cast<float*>(p.a))},
-               {DNNL_ARG_WEIGHTS, dnnl::memory(b_md, engine_, const_cast<float*>(p.b))},
+               {DNNL_ARG_WEIGHTS, weights_},
                {DNNL_ARG_DST, dnnl::memory(c_md, engine_, p.c)}};
     } catch (const dnnl::error& e) {
       return std::string("oneDNN: ") + e.what();
@@ -59,6 +75,8 @@ class OnednnMatmul final : public PeerGemm {
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
   dnnl::matmul primitive_;
+  bool packed_weights_;
+  dnnl::memory weights_;
   std::unordered_map<int, dnnl::memory> args_;
   std::string label_;
 };
@@ -119,7 +137,10 @@ const char* isa_name(dnnl_cpu_isa_t isa) {
 }  // namespace
 
 std::unique_ptr<PeerGemm> make_onednn_matmul() {
-  return std::make_unique<OnednnMatmul>();
+  return std::make_unique<OnednnMatmul>(false);
+}
+std::unique_ptr<PeerGemm> make_onednn_matmul_packed() {
+  return std::make_unique<OnednnMatmul>(true);
 }
 std::unique_ptr<PeerGemm> make_onednn_sgemm() {
   return std::make_unique<OnednnSgemm>();

@@ -48,6 +48,8 @@ std::string blis_description();
 #if defined(ATTN_BENCH_HAVE_ONEDNN)
 std::unique_ptr<PeerGemm> make_onednn_matmul();  // the matmul primitive, created in prepare
 std::unique_ptr<PeerGemm> make_onednn_sgemm();   // dnnl_sgemm
+// The matmul primitive with its weights reordered once in prepare (format_tag::any).
+std::unique_ptr<PeerGemm> make_onednn_matmul_packed();
 std::string onednn_description();
 #endif
 #if defined(ATTN_BENCH_HAVE_EIGEN)
