@@ -85,6 +85,14 @@ struct Problems {
                             p, attn::make_matrix(sa.data(), batch * seq, d_out)));
     r.push_back(sa);
     r.push_back(sa_w);
+    // The same layer packed (one GEMM for Q, K and V) on the Context's threads.
+    attn::PackedSelfAttention layer;
+    ok(attn::pack_self_attention(ctx, p, &layer));
+    std::vector<float> sa_packed(sa.size());
+    ok(attn::self_attention(ctx, attn::make_matrix<const float>(x.data(), batch * seq, dm), batch,
+                            layer, p.attention,
+                            attn::make_matrix(sa_packed.data(), batch * seq, d_out)));
+    r.push_back(sa_packed);
     return r;
   }
 };
@@ -98,7 +106,8 @@ const char* const kNames[] = {"matmul",
                               "attention weights",
                               "attention without weights",
                               "self_attention out",
-                              "self_attention weights"};
+                              "self_attention weights",
+                              "self_attention with a packed layer"};
 
 bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;

@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "support/test_support.hpp"
 
@@ -23,6 +24,7 @@ namespace {
 struct Config {
   std::size_t batch, seq, d_model, heads, kv_heads, dk, dv, d_out;
   bool bias, out_proj, causal, weights;
+  bool no_v_bias = false;  // with bias: V's left out (zero in the bounds), the others present
 };
 
 // y = x W + b in double and |x| |W| + |b|, for x rows x inner and W inner x cols.
@@ -136,10 +138,17 @@ Bounds error_bounds(const Config& c, const std::vector<float>& x,
 // can see that bias dropped.
 enum class Drop { none, q, v, o };
 
-// fused: the q, k, v weights (and biases) side by side in one matrix, as fused-QKV checkpoints
-// store them; self_attention then projects with one GEMM.
-void run(attn::Context& ctx, const Config& c, std::uint32_t seed, bool fused = false,
+// How the weights reach self_attention: views of separate matrices; views into one matrix with
+// the q, k, v weights (and biases) side by side, as fused-QKV checkpoints store them (one GEMM
+// projects all three); or either packed first by pack_self_attention (always one GEMM), the
+// parameters' buffers then overwritten with NaN before the call (the layer must not read them).
+enum class Form { views, fused, packed, packed_fused };
+constexpr Form kForms[] = {Form::views, Form::fused, Form::packed, Form::packed_fused};
+
+void run(attn::Context& ctx, const Config& c, std::uint32_t seed, Form form = Form::views,
          std::vector<float>* result = nullptr, Drop drop = Drop::none) {
+  const bool fused = form == Form::fused || form == Form::packed_fused;
+  const bool packed = form == Form::packed || form == Form::packed_fused;
   attn_test::Rng rng(seed);
   const std::size_t rows = c.batch * c.seq;
   const std::size_t dq = c.heads * c.dk, dkv = c.kv_heads * c.dk, dvv = c.kv_heads * c.dv,
@@ -152,6 +161,7 @@ void run(attn::Context& ctx, const Config& c, std::uint32_t seed, bool fused = f
        wo = rng.uniform_vec(dh * d_out, -0.3f, 0.3f);
   auto bq = rng.uniform_vec(dq), bk = rng.uniform_vec(dkv), bv = rng.uniform_vec(dvv),
        bo = rng.uniform_vec(d_out);
+  if (c.no_v_bias) std::fill(bv.begin(), bv.end(), 0.0f);
   attn::SelfAttentionParams p;
   p.q = {attn::make_matrix<const float>(wq.data(), c.d_model, dq), c.bias ? bq.data() : nullptr};
   p.k = {attn::make_matrix<const float>(wk.data(), c.d_model, dkv), c.bias ? bk.data() : nullptr};
@@ -175,6 +185,7 @@ void run(attn::Context& ctx, const Config& c, std::uint32_t seed, bool fused = f
   }
   if (c.out_proj)
     p.o = {attn::make_matrix<const float>(wo.data(), dh, d_out), c.bias ? bo.data() : nullptr};
+  if (c.no_v_bias) p.v.bias = nullptr;
   p.num_heads = c.heads;
   p.num_kv_heads = c.kv_heads;
   p.attention.mask = c.causal ? attn::Mask::causal() : attn::Mask::bidirectional();
@@ -194,12 +205,25 @@ void run(attn::Context& ctx, const Config& c, std::uint32_t seed, bool fused = f
                                           attn::make_matrix(want.data(), rows, d_out))
               .ok());
   if (c.weights) p.attention.weights = attn::make_bhsd(wgot.data(), c.batch, c.heads, c.seq, c.seq);
-  REQUIRE(
-      attn::self_attention(ctx, xv, c.batch, p, attn::make_matrix(got.data(), rows, d_out)).ok());
-
+  // The bounds read the weights: computed before a packed form spoils the parameters' copies.
   const std::vector<float>* const ws[4] = {&wq, &wk, &wv, &wo};
   const std::vector<float>* const bs[4] = {&bq, &bk, &bv, &bo};
   const Bounds tol = error_bounds(c, x, ws, bs);
+  if (packed) {
+    attn::PackedSelfAttention layer;
+    REQUIRE(attn::pack_self_attention(ctx, p, &layer).ok());
+    CHECK(layer.d_out() == d_out);
+    CHECK(layer.has_output_projection() == c.out_proj);
+    for (auto* v : {&wq, &wk, &wv, &wo, &bq, &bk, &bv, &bo, &wqkv, &bqkv})
+      std::fill(v->begin(), v->end(), attn_test::nan_f());
+    REQUIRE(attn::self_attention(ctx, xv, c.batch, layer, p.attention,
+                                 attn::make_matrix(got.data(), rows, d_out))
+                .ok());
+  } else {
+    REQUIRE(
+        attn::self_attention(ctx, xv, c.batch, p, attn::make_matrix(got.data(), rows, d_out)).ok());
+  }
+
   if (drop != Drop::none) {
     double worst = 0.0;  // the largest difference in units of the tolerance
     for (std::size_t i = 0; i < got.size(); ++i)
@@ -237,7 +261,8 @@ TEST_CASE("self_attention matches the reference", "[self_attention]") {
       {3, 5, 16, 3, 1, 4, 4, 16, true, true, false, true},  // MQA
       {1, 33, 48, 2, 2, 24, 24, 48, false, true, false, false},
       {2, 65, 32, 4, 4, 8, 8, 0, true, false, true, false},
-      {2, 9, 256, 4, 4, 16, 16, 64, true, true, false, false},  // d_model 256
+      {2, 9, 256, 4, 4, 16, 16, 64, true, true, false, false},    // d_model 256
+      {2, 7, 24, 4, 2, 6, 5, 11, true, true, true, false, true},  // q and k biases, not v's
   };
   for (attn::Isa isa : attn_test::test_isas()) {
     for (int threads : {1, 2}) {
@@ -245,8 +270,8 @@ TEST_CASE("self_attention matches the reference", "[self_attention]") {
       std::uint32_t seed = 1;
       for (const Config& c : configs) {
         INFO("isa " << attn::isa_name(isa) << " threads " << threads << " config " << seed);
-        run(ctx, c, seed, false);
-        run(ctx, c, seed, true);
+        for (Form form : kForms)
+          run(ctx, c, seed, form);
         ++seed;
       }
     }
@@ -260,16 +285,17 @@ TEST_CASE("self_attention's tolerance sees a dropped bias", "[self_attention]") 
       {2, 7, 24, 4, 2, 6, 5, 11, true, true, true, false},
       {2, 9, 256, 4, 4, 16, 16, 64, true, true, false, false},
       {2, 9, 256, 4, 4, 16, 16, 0, true, false, true, false},
+      {2, 9, 256, 4, 4, 16, 16, 64, true, true, false, false, true},  // no V bias
   };
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx = attn_test::make_context(isa);
     std::uint32_t seed = 100;
     for (const Config& c : configs) {
       for (Drop drop : {Drop::q, Drop::v, Drop::o}) {
-        if (drop == Drop::o && !c.out_proj) continue;
+        if ((drop == Drop::o && !c.out_proj) || (drop == Drop::v && c.no_v_bias)) continue;
         INFO("isa " << attn::isa_name(isa) << " config " << seed << " drop " << int(drop));
-        run(ctx, c, seed, false, nullptr, drop);
-        run(ctx, c, seed, true, nullptr, drop);
+        for (Form form : kForms)
+          run(ctx, c, seed, form, nullptr, drop);
       }
       ++seed;
     }
@@ -282,4 +308,67 @@ TEST_CASE("self_attention with batch 0 is valid and writes nothing", "[self_atte
   attn::SelfAttentionParams p;
   p.q.weight = p.k.weight = p.v.weight = attn::make_matrix<const float>(w.data(), 8, 4);
   CHECK(attn::self_attention(ctx, {nullptr, 0, 8, 8}, 0, p, {nullptr, 0, 4, 4}).ok());
+}
+
+TEST_CASE("self_attention with a packed layer rejects bad arguments and writes nothing",
+          "[self_attention][packed][args]") {
+  const float kSentinel = 777.0f;
+  attn::Context ctx;
+  REQUIRE(ctx.init_status().ok());
+  const std::size_t dm = 16, heads = 2, dk = 4, rows = 6;
+  attn_test::Rng rng(5);
+  std::vector<float> wq = rng.uniform_vec(dm * heads * dk), wk = rng.uniform_vec(dm * heads * dk),
+                     wv = rng.uniform_vec(dm * heads * dk), x = rng.uniform_vec(rows * dm),
+                     out(rows * heads * dk, kSentinel);
+  attn::SelfAttentionParams p;
+  p.q.weight = attn::make_matrix<const float>(wq.data(), dm, heads * dk);
+  p.k.weight = attn::make_matrix<const float>(wk.data(), dm, heads * dk);
+  p.v.weight = attn::make_matrix<const float>(wv.data(), dm, heads * dk);
+  p.num_heads = heads;
+  attn::PackedSelfAttention layer;
+  REQUIRE(attn::pack_self_attention(ctx, p, &layer).ok());
+  CHECK(layer.d_model() == dm);
+  CHECK(layer.d_out() == heads * dk);
+  const auto xv = attn::make_matrix<const float>(x.data(), rows, dm);
+  const auto ov = attn::make_matrix(out.data(), rows, heads * dk);
+  const auto expect = [&](const attn::Status& s, const char* text) {
+    INFO(s.message());
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    CHECK(std::string(s.message()).find(text) != std::string::npos);
+    for (float v : out)
+      CHECK(v == kSentinel);
+  };
+  expect(attn::self_attention(ctx, xv, 1, attn::PackedSelfAttention{}, {}, ov),
+         "empty PackedSelfAttention");
+  expect(attn::self_attention(ctx, attn::make_matrix<const float>(x.data(), rows, dm - 1), 1, layer,
+                              {}, ov),
+         "x has 15 columns but the packed layer's d_model is 16");
+  expect(attn::self_attention(ctx, xv, 4, layer, {}, ov), "not batch (4)");
+  expect(attn::self_attention(ctx, xv, 1, layer, {},
+                              attn::make_matrix(out.data(), rows, heads * dk - 1)),
+         "out is 6 x 7; expected 6 x 8");
+  attn::AttentionOptions bad_scale;
+  bad_scale.scale = NAN;
+  expect(attn::self_attention(ctx, xv, 1, layer, bad_scale, ov), "options.scale");
+  attn::AttentionOptions weights_over_x;
+  weights_over_x.weights = attn::make_bhsd(x.data(), 1, heads, rows, rows);
+  expect(attn::self_attention(ctx, xv, 1, layer, weights_over_x, ov), "options.weights");
+  const auto isas = attn_test::test_isas();
+  if (isas.size() > 1) {
+    attn::Context other =
+        attn_test::make_context(isas.front() == ctx.isa() ? isas.back() : isas.front());
+    expect(attn::self_attention(other, xv, 1, layer, {}, ov),
+           (std::string("packed for ") + attn::isa_name(ctx.isa())).c_str());
+  }
+  // pack_self_attention checks the weights as self_attention does, and leaves out as it was.
+  CHECK(attn::pack_self_attention(ctx, p, nullptr).code() == attn::StatusCode::invalid_argument);
+  attn::SelfAttentionParams bad = p;
+  bad.num_heads = 3;
+  const attn::Status s = attn::pack_self_attention(ctx, bad, &layer);
+  CHECK(s.code() == attn::StatusCode::invalid_argument);
+  CHECK(std::string(s.message()).find("pack_self_attention: params.q.weight has 8 columns") !=
+        std::string::npos);
+  CHECK(layer.num_heads() == heads);
+  CHECK(attn::self_attention(ctx, xv, 1, layer, {}, ov).ok());
+  CHECK(out[0] != kSentinel);
 }

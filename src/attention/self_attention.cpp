@@ -1,8 +1,13 @@
 // attn::self_attention: projections (GEMMs with the bias as the initial C), attention over the
-// heads read in place through BSHD strides, then the output projection.
+// heads read in place through BSHD strides, then the output projection; the weights given as
+// views or packed once (PackedSelfAttention).
 #include "attn/self_attention.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
 
 #include "attention/attention_driver.hpp"
 #include "core/args.hpp"
@@ -15,15 +20,6 @@ namespace {
 
 using detail::GemmOperand;
 using detail::GemmShape;
-
-// y (rows x p.weight.cols, row stride ldy) = x * p.weight + p.bias, the bias added as the GEMM
-// writes y.
-void project(const detail::Kernels& kern, int threads, const MatrixView<const float>& x,
-             const Projection& p, float* y, std::size_t ldy, void* scratch) {
-  detail::gemm(kern, threads, GemmShape{x.rows, p.weight.cols, x.cols}, 1.0f,
-               GemmOperand{x.data, x.stride, 1}, GemmOperand{p.weight.data, p.weight.stride, 1},
-               0.0f, y, ldy, scratch, p.bias);
-}
 
 // The q, k and v weights side by side in one matrix ([Wq | Wk | Wv], as fused-QKV checkpoints
 // store them), with biases absent or side by side too: one GEMM projects all three.
@@ -45,18 +41,45 @@ bool fused_qkv(const SelfAttentionParams& p, Projection* qkv) {
   return true;
 }
 
-}  // namespace
+// One projection y (rows x cols, row stride ldy) = a * W + bias, the bias added as the GEMM
+// writes y: W a view (gemm) or packed (gemm_prepacked).
+struct ProjectionGemm {
+  MatrixView<const float> weight{};
+  const PackedMatrix* packed = nullptr;
+  const float* bias = nullptr;
+  std::size_t col0 = 0;  // y's first column in the output buffer
 
-Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch,
-                      const SelfAttentionParams& params, MatrixView<float> out) {
-  constexpr const char* fn = "self_attention";
-  detail::ContextState* st = nullptr;
-  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
-  detail::SelfAttentionDims d;
-  ATTN_RETURN_IF_ERROR(detail::validate_self_attention(fn, x, batch, params, out, &d));
+  std::size_t cols() const { return packed ? packed->cols() : weight.cols; }
+  std::size_t scratch_bytes(const detail::Kernels& kern, int threads, std::size_t rows,
+                            std::size_t k, const GemmOperand& a) const {
+    const GemmShape shape{rows, cols(), k};
+    return packed ? detail::gemm_prepacked_scratch_bytes(kern, threads, shape, a)
+                  : detail::gemm_scratch_bytes(kern, threads, shape, a,
+                                               GemmOperand{weight.data, weight.stride, 1});
+  }
+  void run(const detail::Kernels& kern, int threads, const MatrixView<const float>& a, float* y,
+           std::size_t ldy, void* scratch) const {
+    const GemmShape shape{a.rows, cols(), a.cols};
+    const GemmOperand ga{a.data, a.stride, 1};
+    if (packed) {
+      detail::gemm_prepacked(kern, threads, shape, 1.0f, ga, packed->data(), 0.0f, y + col0, ldy,
+                             scratch, bias);
+    } else {
+      detail::gemm(kern, threads, shape, 1.0f, ga, GemmOperand{weight.data, weight.stride, 1}, 0.0f,
+                   y + col0, ldy, scratch, bias);
+    }
+  }
+};
+
+// The pipeline of a validated call (d): the 1 or 3 GEMMs of `qkv` write Q, K and V side by side
+// into the arena, the attention reads the heads in place, then `o` (when set) projects them.
+Status run_self_attention(detail::ContextState* st, const MatrixView<const float>& x,
+                          const detail::SelfAttentionDims& d, const AttentionOptions& options,
+                          const ProjectionGemm* qkv, int qkv_count, const ProjectionGemm* o,
+                          const MatrixView<float>& out) {
   const std::size_t rows = x.rows;
   // Nothing to write: no rows, or no output columns and no weights requested.
-  if (rows == 0 || (d.d_out == 0 && params.attention.weights.data == nullptr)) return Status::Ok();
+  if (rows == 0 || (d.d_out == 0 && options.weights.data == nullptr)) return Status::Ok();
   const detail::Kernels& kern = *st->kernels;
   const int threads = st->threads;
   const std::size_t dq = d.heads_q * d.dim_k, dk = d.heads_kv * d.dim_k, dv = d.heads_kv * d.dim_v,
@@ -66,28 +89,15 @@ Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch
   float* heads_out = out.data;
   std::size_t heads_stride = out.stride;
   detail::AttentionCall call{};
-  call.options = &params.attention;
+  call.options = &options;
   call.dims = detail::AttentionDims{d.batch, d.heads_q, d.heads_kv, d.seq,
                                     d.seq,   d.dim_k,   d.dim_v,    d.scale};
   std::size_t work = 0;
   const GemmOperand xa{x.data, x.stride, 1};
-  Projection qkv;
-  const bool fused = fused_qkv(params, &qkv);
-  if (fused) {
-    const GemmOperand wb{qkv.weight.data, qkv.weight.stride, 1};
-    work = std::max(work, detail::gemm_scratch_bytes(
-                              kern, threads, GemmShape{rows, qkv.weight.cols, d.d_model}, xa, wb));
-  }
-  for (const Projection* pr : {&params.q, &params.k, &params.v}) {
-    const GemmOperand wb{pr->weight.data, pr->weight.stride, 1};
-    work = std::max(work, detail::gemm_scratch_bytes(
-                              kern, threads, GemmShape{rows, pr->weight.cols, d.d_model}, xa, wb));
-  }
-  if (d.has_output_projection) {
-    const GemmOperand ha{nullptr, dh, 1};
-    const GemmOperand wo{params.o.weight.data, params.o.weight.stride, 1};
-    work = std::max(
-        work, detail::gemm_scratch_bytes(kern, threads, GemmShape{rows, d.d_out, dh}, ha, wo));
+  for (int i = 0; i < qkv_count; ++i)
+    work = std::max(work, qkv[i].scratch_bytes(kern, threads, rows, d.d_model, xa));
+  if (o != nullptr) {
+    work = std::max(work, o->scratch_bytes(kern, threads, rows, dh, GemmOperand{nullptr, dh, 1}));
   }
   // Q, K and V side by side in one buffer (row stride dqkv); attention reads the heads in place.
   const std::size_t dqkv = dq + dk + dv;
@@ -100,34 +110,209 @@ Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch
     call.v = make_bshd<const float>(v, d.batch, d.seq, d.heads_kv, d.dim_v, dqkv);
     call.out = make_bshd<float>(heads_out, d.batch, d.seq, d.heads_q, d.dim_v, heads_stride);
   };
-  if (d.has_output_projection) heads_stride = dh;
+  if (o != nullptr) heads_stride = dh;
   set_views(qkv_buf);
   work = std::max(work, detail::attention_scratch_bytes(kern, threads, call));
   using detail::ScratchCarver;
-  const std::size_t bytes =
-      ScratchCarver::rounded(rows * dqkv * sizeof(float)) +
-      (d.has_output_projection ? ScratchCarver::rounded(rows * dh * sizeof(float)) : 0) + work;
+  const std::size_t bytes = ScratchCarver::rounded(rows * dqkv * sizeof(float)) +
+                            (o != nullptr ? ScratchCarver::rounded(rows * dh * sizeof(float)) : 0) +
+                            work;
   void* scratch = nullptr;
   ATTN_RETURN_IF_ERROR(st->scratch(bytes, &scratch));
   ScratchCarver carve(scratch);
   qkv_buf = carve.take<float>(rows * dqkv);
-  if (d.has_output_projection) heads_out = carve.take<float>(rows * dh);
+  if (o != nullptr) heads_out = carve.take<float>(rows * dh);
   void* work_area = carve.take_bytes(work);
 
-  if (fused) {
-    project(kern, threads, x, qkv, qkv_buf, dqkv, work_area);
-  } else {
-    project(kern, threads, x, params.q, qkv_buf, dqkv, work_area);
-    project(kern, threads, x, params.k, qkv_buf + dq, dqkv, work_area);
-    project(kern, threads, x, params.v, qkv_buf + dq + dk, dqkv, work_area);
-  }
+  for (int i = 0; i < qkv_count; ++i)
+    qkv[i].run(kern, threads, x, qkv_buf, dqkv, work_area);
   set_views(qkv_buf);
   detail::attention_run(kern, threads, call, work_area);
-  if (d.has_output_projection) {
+  if (o != nullptr) {
     const MatrixView<const float> heads{heads_out, rows, dh, dh};
-    project(kern, threads, heads, params.o, out.data, out.stride, work_area);
+    o->run(kern, threads, heads, out.data, out.stride, work_area);
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch,
+                      const SelfAttentionParams& params, MatrixView<float> out) {
+  constexpr const char* fn = "self_attention";
+  detail::ContextState* st = nullptr;
+  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  detail::SelfAttentionDims d;
+  ATTN_RETURN_IF_ERROR(detail::validate_self_attention(fn, x, batch, params, out, &d));
+  const std::size_t dq = d.heads_q * d.dim_k, dk = d.heads_kv * d.dim_k;
+  ProjectionGemm qkv[3];
+  int qkv_count = 1;
+  Projection fused;
+  if (fused_qkv(params, &fused)) {
+    qkv[0] = ProjectionGemm{fused.weight, nullptr, fused.bias, 0};
+  } else {
+    qkv[0] = ProjectionGemm{params.q.weight, nullptr, params.q.bias, 0};
+    qkv[1] = ProjectionGemm{params.k.weight, nullptr, params.k.bias, dq};
+    qkv[2] = ProjectionGemm{params.v.weight, nullptr, params.v.bias, dq + dk};
+    qkv_count = 3;
+  }
+  const ProjectionGemm o{params.o.weight, nullptr, params.o.bias, 0};
+  return run_self_attention(st, x, d, params.attention, qkv, qkv_count,
+                            d.has_output_projection ? &o : nullptr, out);
+}
+
+PackedSelfAttention::~PackedSelfAttention() {
+  std::free(biases_);
+}
+
+PackedSelfAttention::PackedSelfAttention(PackedSelfAttention&& other) noexcept
+    : qkv_(std::move(other.qkv_)),
+      o_(std::move(other.o_)),
+      biases_(std::exchange(other.biases_, nullptr)),
+      qkv_bias_(std::exchange(other.qkv_bias_, nullptr)),
+      o_bias_(std::exchange(other.o_bias_, nullptr)),
+      heads_(std::exchange(other.heads_, 0)),
+      kv_heads_(std::exchange(other.kv_heads_, 0)),
+      dim_k_(std::exchange(other.dim_k_, 0)),
+      dim_v_(std::exchange(other.dim_v_, 0)) {}
+
+PackedSelfAttention& PackedSelfAttention::operator=(PackedSelfAttention&& other) noexcept {
+  if (this != &other) {
+    std::free(biases_);
+    qkv_ = std::move(other.qkv_);
+    o_ = std::move(other.o_);
+    biases_ = std::exchange(other.biases_, nullptr);
+    qkv_bias_ = std::exchange(other.qkv_bias_, nullptr);
+    o_bias_ = std::exchange(other.o_bias_, nullptr);
+    heads_ = std::exchange(other.heads_, 0);
+    kv_heads_ = std::exchange(other.kv_heads_, 0);
+    dim_k_ = std::exchange(other.dim_k_, 0);
+    dim_v_ = std::exchange(other.dim_v_, 0);
+  }
+  return *this;
+}
+
+Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
+                           PackedSelfAttention* out) {
+  constexpr const char* fn = "pack_self_attention";
+  detail::ContextState* st = nullptr;
+  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  if (out == nullptr) {
+    return Status::Error(StatusCode::invalid_argument, "%s: out is null", fn);
+  }
+  detail::SelfAttentionDims d;
+  detail::Extent extents[8];
+  ATTN_RETURN_IF_ERROR(
+      detail::validate_self_attention_weights(fn, params, params.q.weight.rows, &d, extents));
+  const std::size_t dq = d.heads_q * d.dim_k, dk = d.heads_kv * d.dim_k, dv = d.heads_kv * d.dim_v;
+  const std::size_t dqkv = dq + dk + dv;
+  const auto oom = [&] {
+    return Status::Error(StatusCode::out_of_memory,
+                         "%s: could not allocate the packed layer (d_model %zu, %zu + %zu + %zu "
+                         "projected columns)",
+                         fn, d.d_model, dq, dk, dv);
+  };
+
+  PackedSelfAttention layer;
+  // [Wq | Wk | Wv]: packed from the weights in place where they lie side by side, else from a
+  // copy made side by side here (freed before returning).
+  Projection joint;
+  if (fused_qkv(params, &joint)) {
+    ATTN_RETURN_IF_ERROR(pack_matrix(ctx, joint.weight, Transpose::no, &layer.qkv_));
+  } else {
+    float* side_by_side = static_cast<float*>(
+        std::malloc(std::max<std::size_t>(d.d_model * dqkv, 1) * sizeof(float)));
+    if (side_by_side == nullptr) return oom();
+    const MatrixView<const float> parts[3] = {params.q.weight, params.k.weight, params.v.weight};
+    for (std::size_t r = 0; r < d.d_model; ++r) {
+      float* row = side_by_side + r * dqkv;
+      for (const auto& w : parts) {
+        std::memcpy(row, w.data + r * w.stride, w.cols * sizeof(float));
+        row += w.cols;
+      }
+    }
+    const Status s = pack_matrix(ctx, MatrixView<const float>{side_by_side, d.d_model, dqkv, dqkv},
+                                 Transpose::no, &layer.qkv_);
+    std::free(side_by_side);
+    ATTN_RETURN_IF_ERROR(s);
+  }
+  if (d.has_output_projection) {
+    ATTN_RETURN_IF_ERROR(pack_matrix(ctx, params.o.weight, Transpose::no, &layer.o_));
+  }
+  const bool qkv_bias = params.q.bias || params.k.bias || params.v.bias;
+  const bool o_bias = d.has_output_projection && params.o.bias;
+  const std::size_t bias_floats = (qkv_bias ? dqkv : 0) + (o_bias ? d.d_out : 0);
+  if (bias_floats > 0) {
+    layer.biases_ = static_cast<float*>(std::malloc(bias_floats * sizeof(float)));
+    if (layer.biases_ == nullptr) return oom();
+    float* next = layer.biases_;
+    if (qkv_bias) {
+      const float* parts[3] = {params.q.bias, params.k.bias, params.v.bias};
+      const std::size_t widths[3] = {dq, dk, dv};
+      for (int i = 0; i < 3; ++i) {
+        if (parts[i]) {
+          std::memcpy(next, parts[i], widths[i] * sizeof(float));
+        } else {
+          std::fill(next, next + widths[i], 0.0f);
+        }
+        next += widths[i];
+      }
+      layer.qkv_bias_ = layer.biases_;
+    }
+    if (o_bias) {
+      std::memcpy(next, params.o.bias, d.d_out * sizeof(float));
+      layer.o_bias_ = next;
+    }
+  }
+  layer.heads_ = d.heads_q;
+  layer.kv_heads_ = d.heads_kv;
+  layer.dim_k_ = d.dim_k;
+  layer.dim_v_ = d.dim_v;
+  *out = std::move(layer);
+  return Status::Ok();
+}
+
+Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch,
+                      const PackedSelfAttention& layer, const AttentionOptions& options,
+                      MatrixView<float> out) {
+  constexpr const char* fn = "self_attention";
+  detail::ContextState* st = nullptr;
+  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  if (layer.empty()) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: layer is an empty PackedSelfAttention (never packed, or moved from)",
+                         fn);
+  }
+  if (layer.isa() != st->isa) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: layer was packed for %s but the Context runs %s; pack it with a "
+                         "Context of that ISA",
+                         fn, isa_name(layer.isa()), isa_name(st->isa));
+  }
+  detail::SelfAttentionDims shape{};
+  shape.d_model = layer.d_model();
+  shape.heads_q = layer.num_heads();
+  shape.heads_kv = layer.num_kv_heads();
+  shape.dim_k = layer.dim_k();
+  shape.dim_v = layer.dim_v();
+  shape.d_out = layer.d_out();
+  shape.has_output_projection = layer.has_output_projection();
+  const auto extent_of = [](const void* data, std::size_t bytes) {
+    const auto p = reinterpret_cast<std::uintptr_t>(data);
+    return detail::Extent{p, data ? p + bytes : p};
+  };
+  const std::size_t dqkv = layer.qkv().cols();
+  const detail::Extent extents[4] = {extent_of(layer.qkv().data(), layer.qkv().bytes()),
+                                     extent_of(layer.o().data(), layer.o().bytes()),
+                                     extent_of(layer.qkv_bias(), dqkv * sizeof(float)),
+                                     extent_of(layer.o_bias(), layer.d_out() * sizeof(float))};
+  detail::SelfAttentionDims d;
+  ATTN_RETURN_IF_ERROR(
+      detail::validate_packed_self_attention(fn, x, batch, shape, extents, 4, options, out, &d));
+  const ProjectionGemm qkv{{}, &layer.qkv(), layer.qkv_bias(), 0};
+  const ProjectionGemm o{{}, &layer.o(), layer.o_bias(), 0};
+  return run_self_attention(st, x, d, options, &qkv, 1, d.has_output_projection ? &o : nullptr,
+                            out);
 }
 
 }  // namespace attn

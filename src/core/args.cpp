@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 
 #include "core/checks.hpp"
 
@@ -252,24 +253,69 @@ Status validate_attention(const char* fn, const TensorView<const float>& q,
   return Status::Ok();
 }
 
-Status validate_self_attention(const char* fn, const MatrixView<const float>& x, std::size_t batch,
-                               const SelfAttentionParams& p, const MatrixView<float>& out,
-                               SelfAttentionDims* dims) {
-  SelfAttentionDims d{};
-  Extent ex, eo;
-  ATTN_RETURN_IF_ERROR(check_matrix(fn, "x", x, &ex));
-  ATTN_RETURN_IF_ERROR(check_matrix(fn, "out", out, &eo));
+namespace {
+
+// The checks of a self-attention call that do not depend on how its weights are given: out's
+// shape, the options, and out and options.weights disjoint from x, the `n` weight extents
+// (named by `names`) and the mask's inputs. d holds the weights' sizes (d_model, heads, Dk, Dv,
+// d_out); sets batch, seq and scale. `opt` names the options in messages ("params.attention" or
+// "options").
+Status validate_self_attention_call(const char* fn, const char* opt, const Extent& ex,
+                                    const Extent& eo, const MatrixView<const float>& x,
+                                    std::size_t batch, const AttentionOptions& options,
+                                    const MatrixView<float>& out, const Extent* weights,
+                                    const char* const* names, int n, SelfAttentionDims* d) {
+  d->batch = batch;
+  d->seq = batch == 0 ? 0 : x.rows / batch;
+  if (out.rows != x.rows || out.cols != d->d_out) {
+    return Status::Error(StatusCode::invalid_argument, "%s: out is %zu x %zu; expected %zu x %zu",
+                         fn, out.rows, out.cols, x.rows, d->d_out);
+  }
+  ATTN_RETURN_IF_ERROR(check_scale(fn, options.scale));
+  Extent ea, eb, el, ew;
+  ATTN_RETURN_IF_ERROR(
+      validate_mask(fn, options.mask, d->batch, d->heads_q, d->seq, d->seq, &ea, &eb, &el));
+  ATTN_RETURN_IF_ERROR(
+      validate_weights(fn, options.weights, {d->batch, d->heads_q, d->seq, d->seq}, &ew));
+  char weights_name[64];
+  std::snprintf(weights_name, sizeof weights_name, "%s.weights", opt);
+  const Extent inputs[] = {ex, ea, eb, el};
+  const char* input_names[] = {"x", "mask.additive", "mask.allowed", "mask.key_lengths"};
+  for (int i = 0; i < 4 + n; ++i) {
+    const Extent& e = i < 4 ? inputs[i] : weights[i - 4];
+    const char* name = i < 4 ? input_names[i] : names[i - 4];
+    ATTN_RETURN_IF_ERROR(check_disjoint(fn, "out", eo, name, e));
+    ATTN_RETURN_IF_ERROR(check_disjoint(fn, weights_name, ew, name, e));
+  }
+  ATTN_RETURN_IF_ERROR(check_disjoint(fn, weights_name, ew, "out", eo));
+  d->scale = resolve_scale(options.scale, d->dim_k);
+  return Status::Ok();
+}
+
+// x and out as matrices, and x's rows a multiple of batch.
+Status validate_self_attention_x(const char* fn, const MatrixView<const float>& x,
+                                 std::size_t batch, const MatrixView<float>& out, Extent* ex,
+                                 Extent* eo) {
+  ATTN_RETURN_IF_ERROR(check_matrix(fn, "x", x, ex));
+  ATTN_RETURN_IF_ERROR(check_matrix(fn, "out", out, eo));
   if (batch == 0 ? x.rows != 0 : x.rows % batch != 0) {
     return Status::Error(StatusCode::invalid_argument,
                          "%s: x has %zu rows, which is not batch (%zu) times a sequence length", fn,
                          x.rows, batch);
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status validate_self_attention_weights(const char* fn, const SelfAttentionParams& p,
+                                       std::size_t d_model, SelfAttentionDims* dims,
+                                       Extent extents[8]) {
+  SelfAttentionDims d{};
   if (p.num_heads == 0) {
     return Status::Error(StatusCode::invalid_argument, "%s: params.num_heads is 0", fn);
   }
-  d.batch = batch;
-  d.seq = batch == 0 ? 0 : x.rows / batch;
-  d.d_model = x.cols;
+  d.d_model = d_model;
   d.heads_q = p.num_heads;
   d.heads_kv = p.num_kv_heads == 0 ? p.num_heads : p.num_kv_heads;
   if (d.heads_q % d.heads_kv != 0) {
@@ -278,30 +324,24 @@ Status validate_self_attention(const char* fn, const MatrixView<const float>& x,
         "%s: params.num_heads (%zu) is not a multiple of params.num_kv_heads (%zu)", fn, d.heads_q,
         d.heads_kv);
   }
-  struct Proj {
-    const char* name;
-    const char* bias_name;
-    const Projection* proj;
-    Extent w, b;
-  };
-  Proj projs[4] = {{"params.q.weight", "params.q.bias", &p.q, {}, {}},
-                   {"params.k.weight", "params.k.bias", &p.k, {}, {}},
-                   {"params.v.weight", "params.v.bias", &p.v, {}, {}},
-                   {"params.o.weight", "params.o.bias", &p.o, {}, {}}};
+  const Projection* projs[4] = {&p.q, &p.k, &p.v, &p.o};
   d.has_output_projection = p.o.weight.data != nullptr;
+  for (int i = 0; i < 8; ++i)
+    extents[i] = Extent{};
   for (int i = 0; i < 4; ++i) {
     if (i == 3 && !d.has_output_projection) break;
-    ATTN_RETURN_IF_ERROR(check_matrix(fn, projs[i].name, projs[i].proj->weight, &projs[i].w));
-    ATTN_RETURN_IF_ERROR(check_buffer(fn, projs[i].bias_name, projs[i].proj->bias,
-                                      projs[i].proj->bias ? projs[i].proj->weight.cols : 0,
-                                      sizeof(float), &projs[i].b));
+    ATTN_RETURN_IF_ERROR(
+        check_matrix(fn, kSelfAttentionWeightNames[2 * i], projs[i]->weight, &extents[2 * i]));
+    ATTN_RETURN_IF_ERROR(check_buffer(fn, kSelfAttentionWeightNames[2 * i + 1], projs[i]->bias,
+                                      projs[i]->bias ? projs[i]->weight.cols : 0, sizeof(float),
+                                      &extents[2 * i + 1]));
   }
-  auto rows_error = [&](const Proj& pr, std::size_t want) {
+  auto rows_error = [&](int i, std::size_t want) {
     return Status::Error(StatusCode::invalid_argument, "%s: %s has %zu rows; expected %zu", fn,
-                         pr.name, pr.proj->weight.rows, want);
+                         kSelfAttentionWeightNames[2 * i], projs[i]->weight.rows, want);
   };
   for (int i = 0; i < 3; ++i) {
-    if (projs[i].proj->weight.rows != d.d_model) return rows_error(projs[i], d.d_model);
+    if (projs[i]->weight.rows != d.d_model) return rows_error(i, d.d_model);
   }
   const MatrixView<const float>& wq = p.q.weight;
   const MatrixView<const float>& wk = p.k.weight;
@@ -328,39 +368,45 @@ Status validate_self_attention(const char* fn, const MatrixView<const float>& x,
   d.dim_v = wv.cols / d.heads_kv;
   d.d_out = d.heads_q * d.dim_v;
   if (d.has_output_projection) {
-    if (p.o.weight.rows != d.d_out) return rows_error(projs[3], d.d_out);
+    if (p.o.weight.rows != d.d_out) return rows_error(3, d.d_out);
     d.d_out = p.o.weight.cols;
   }
-  if (out.rows != x.rows || out.cols != d.d_out) {
-    return Status::Error(StatusCode::invalid_argument, "%s: out is %zu x %zu; expected %zu x %zu",
-                         fn, out.rows, out.cols, x.rows, d.d_out);
+  *dims = d;
+  return Status::Ok();
+}
+
+Status validate_self_attention(const char* fn, const MatrixView<const float>& x, std::size_t batch,
+                               const SelfAttentionParams& p, const MatrixView<float>& out,
+                               SelfAttentionDims* dims) {
+  Extent ex, eo, weights[8];
+  ATTN_RETURN_IF_ERROR(validate_self_attention_x(fn, x, batch, out, &ex, &eo));
+  SelfAttentionDims d{};
+  ATTN_RETURN_IF_ERROR(validate_self_attention_weights(fn, p, x.cols, &d, weights));
+  ATTN_RETURN_IF_ERROR(validate_self_attention_call(fn, "params.attention", ex, eo, x, batch,
+                                                    p.attention, out, weights,
+                                                    kSelfAttentionWeightNames, 8, &d));
+  *dims = d;
+  return Status::Ok();
+}
+
+Status validate_packed_self_attention(const char* fn, const MatrixView<const float>& x,
+                                      std::size_t batch, const SelfAttentionDims& layer,
+                                      const Extent* layer_extents, int n,
+                                      const AttentionOptions& options, const MatrixView<float>& out,
+                                      SelfAttentionDims* dims) {
+  Extent ex, eo;
+  ATTN_RETURN_IF_ERROR(validate_self_attention_x(fn, x, batch, out, &ex, &eo));
+  if (x.cols != layer.d_model) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: x has %zu columns but the packed layer's d_model is %zu", fn, x.cols,
+                         layer.d_model);
   }
-  ATTN_RETURN_IF_ERROR(check_scale(fn, p.attention.scale));
-  Extent ea, eb, el, ew;
-  ATTN_RETURN_IF_ERROR(
-      validate_mask(fn, p.attention.mask, d.batch, d.heads_q, d.seq, d.seq, &ea, &eb, &el));
-  ATTN_RETURN_IF_ERROR(
-      validate_weights(fn, p.attention.weights, {d.batch, d.heads_q, d.seq, d.seq}, &ew));
-  const Extent inputs[] = {ex,         projs[0].w, projs[0].b, projs[1].w, projs[1].b, projs[2].w,
-                           projs[2].b, projs[3].w, projs[3].b, ea,         eb,         el};
-  const char* names[] = {"x",
-                         projs[0].name,
-                         projs[0].bias_name,
-                         projs[1].name,
-                         projs[1].bias_name,
-                         projs[2].name,
-                         projs[2].bias_name,
-                         projs[3].name,
-                         projs[3].bias_name,
-                         "mask.additive",
-                         "mask.allowed",
-                         "mask.key_lengths"};
-  for (int i = 0; i < 12; ++i) {
-    ATTN_RETURN_IF_ERROR(check_disjoint(fn, "out", eo, names[i], inputs[i]));
-    ATTN_RETURN_IF_ERROR(check_disjoint(fn, "params.attention.weights", ew, names[i], inputs[i]));
-  }
-  ATTN_RETURN_IF_ERROR(check_disjoint(fn, "params.attention.weights", ew, "out", eo));
-  d.scale = resolve_scale(p.attention.scale, d.dim_k);
+  SelfAttentionDims d = layer;
+  const char* names[] = {"the packed layer", "the packed layer", "the packed layer",
+                         "the packed layer"};
+  if (n > 4) n = 4;
+  ATTN_RETURN_IF_ERROR(validate_self_attention_call(fn, "options", ex, eo, x, batch, options, out,
+                                                    layer_extents, names, n, &d));
   *dims = d;
   return Status::Ok();
 }

@@ -9,6 +9,7 @@
 #include "attn/self_attention.hpp"
 #include "attn/status.hpp"
 #include "attn/view.hpp"
+#include "core/checks.hpp"
 
 namespace attn::detail {
 
@@ -46,5 +47,27 @@ struct SelfAttentionDims {
 Status validate_self_attention(const char* fn, const MatrixView<const float>& x, std::size_t batch,
                                const SelfAttentionParams& params, const MatrixView<float>& out,
                                SelfAttentionDims* dims);
+
+// The names of the weights and biases of SelfAttentionParams, in the order of the extents below:
+// q.weight, q.bias, k.weight, k.bias, v.weight, v.bias, o.weight, o.bias.
+inline constexpr const char* kSelfAttentionWeightNames[8] = {
+    "params.q.weight", "params.q.bias", "params.k.weight", "params.k.bias",
+    "params.v.weight", "params.v.bias", "params.o.weight", "params.o.bias"};
+
+// The weights part of validate_self_attention (params.attention is not looked at) for inputs of
+// d_model columns: sets dims' d_model, heads, Dk, Dv, d_out and has_output_projection, and the
+// extents of the 8 weights and biases (empty where absent).
+Status validate_self_attention_weights(const char* fn, const SelfAttentionParams& params,
+                                       std::size_t d_model, SelfAttentionDims* dims,
+                                       Extent extents[8]);
+
+// A call of self_attention with a packed layer of sizes `layer` (validate_self_attention_weights'
+// dims) whose memory is the n <= 4 layer_extents: x, out and the options as
+// validate_self_attention checks them.
+Status validate_packed_self_attention(const char* fn, const MatrixView<const float>& x,
+                                      std::size_t batch, const SelfAttentionDims& layer,
+                                      const Extent* layer_extents, int n,
+                                      const AttentionOptions& options, const MatrixView<float>& out,
+                                      SelfAttentionDims* dims);
 
 }  // namespace attn::detail

@@ -786,7 +786,7 @@ namespace {
 // first block applies beta, the others add to C.
 void gemm_prepacked_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                          const GemmOperand& a, const float* packed, float beta, float* c,
-                         std::size_t ldc) {
+                         std::size_t ldc, const float* bias) {
   const std::size_t nr = kern.gemm_nr, mr = kern.gemm_sliver_mr;
   const std::size_t kc_max = std::min(table_kc(kern), s.k);
   const std::size_t groups = s.m <= kern.gemm_sliver_call_rows ? 1 : (s.m + mr - 1) / mr;
@@ -800,11 +800,12 @@ void gemm_prepacked_rows(const Kernels& kern, int threads, const GemmShape& s, f
       for (std::size_t jp = pb; jp < pe; ++jp) {
         const std::size_t j0 = jp * nr, cols = std::min(nr, s.n - j0);
         const float* sliver = packed + pc * n_padded + jp * nr * kc;
+        const float* bias_pc = bias != nullptr && pc == 0 ? bias + j0 : nullptr;
         for (std::size_t g = 0; g < groups; ++g) {
           std::size_t r0, r1;
           static_range(s.m, static_cast<int>(g), static_cast<int>(groups), &r0, &r1);
           kern.gemm_prefetch_sliver(kc, a.data + r0 * a.rs + pc, a.rs, sliver, nr,
-                                    c + r0 * ldc + j0, ldc, alpha, beta_pc, r1 - r0, cols, nullptr);
+                                    c + r0 * ldc + j0, ldc, alpha, beta_pc, r1 - r0, cols, bias_pc);
         }
       }
     }
@@ -815,10 +816,10 @@ void gemm_prepacked_rows(const Kernels& kern, int threads, const GemmShape& s, f
 
 void gemm_prepacked(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                     const GemmOperand& a, const float* packed_b, float beta, float* c,
-                    std::size_t ldc, void* scratch) {
+                    std::size_t ldc, void* scratch, const float* bias) {
   if (s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
-    scale_c(s.m, s.n, alpha, beta, c, ldc, nullptr);
+    scale_c(s.m, s.n, alpha, beta, c, ldc, bias);
     return;
   }
   threads = effective_threads(threads, s);
@@ -826,13 +827,13 @@ void gemm_prepacked(const Kernels& kern, int threads, const GemmShape& s, float 
   float* const buf = static_cast<float*>(scratch);
   switch (gemm_prepacked_loop(kern, s, a)) {
     case PrepackedLoop::rows:
-      gemm_prepacked_rows(kern, threads, s, alpha, a, packed_b, beta, c, ldc);
+      gemm_prepacked_rows(kern, threads, s, alpha, a, packed_b, beta, c, ldc, bias);
       return;
     case PrepackedLoop::streamed:
-      gemm_streamed(kern, threads, s, alpha, a, none, beta, c, ldc, nullptr, buf, packed_b);
+      gemm_streamed(kern, threads, s, alpha, a, none, beta, c, ldc, bias, buf, packed_b);
       return;
     case PrepackedLoop::packed:
-      gemm_packed(kern, threads, s, alpha, a, none, beta, c, ldc, nullptr, buf, packed_b);
+      gemm_packed(kern, threads, s, alpha, a, none, beta, c, ldc, bias, buf, packed_b);
       return;
   }
 }

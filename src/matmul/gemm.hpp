@@ -60,11 +60,10 @@ PrepackedLoop gemm_prepacked_loop(const Kernels& kern, const GemmShape& shape,
                                   const GemmOperand& a);
 std::size_t gemm_prepacked_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
                                          const GemmOperand& a);
-// gemm() with op(B) read from packed_b (gemm_prepack_b's layout for shape.k x shape.n), without
-// a bias: the same contract otherwise, scratch of gemm_prepacked_scratch_bytes(), bit-identical
-// for any thread count.
+// gemm() with op(B) read from packed_b (gemm_prepack_b's layout for shape.k x shape.n): the same
+// contract, scratch of gemm_prepacked_scratch_bytes(), bit-identical for any thread count.
 void gemm_prepacked(const Kernels& kern, int threads, const GemmShape& shape, float alpha,
                     const GemmOperand& a, const float* packed_b, float beta, float* c,
-                    std::size_t ldc, void* scratch);
+                    std::size_t ldc, void* scratch, const float* bias = nullptr);
 
 }  // namespace attn::detail

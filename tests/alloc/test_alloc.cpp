@@ -8,9 +8,10 @@
 // Checked: after a warm-up call of each shape on a Context (which grows its arena and lets the
 // OpenMP runtime build its team), further calls of matmul (with B as a view or a PackedMatrix),
 // exp, softmax, attention (with and without weights, with every mask part) and self_attention
-// make no allocation and no free, on one thread and on several, on every ISA. Also: an
-// allocation failure (of the scratch, or of pack_matrix's copy) becomes out_of_memory with
-// nothing written. Not built with sanitizers (which replace the allocator themselves).
+// (with the weights as views or a PackedSelfAttention) make no allocation and no free, on one
+// thread and on several, on every ISA. Also: an allocation failure (of the scratch, or of
+// pack_matrix's copy) becomes out_of_memory with nothing written. Not built with sanitizers (which
+// replace the allocator themselves).
 #include <dlfcn.h>
 #include <algorithm>
 #include <atomic>
@@ -235,6 +236,7 @@ struct Workload {
   // matmul with a PackedMatrix (when set): 40 x 700 x 300 (threaded), pb packed by the caller.
   std::vector<float> pa, pb, pc;
   const attn::PackedMatrix* packed = nullptr;
+  const attn::PackedSelfAttention* layer = nullptr;  // self_attention's weights packed, when set
   // exp: long enough for the threaded path (>= 2^16).
   std::vector<float> ex, ey;
   // softmax: 3 x 30000 (>= 2^16 elements, threaded), and a small in-place one.
@@ -284,6 +286,19 @@ struct Workload {
     sa_w.assign(batch * heads * seq * seq, 0.0f);
   }
 
+  // self_attention's weights (GQA, biases, Wo) with a causal mask and no weights output.
+  attn::SelfAttentionParams self_attention_params() {
+    attn::SelfAttentionParams p;
+    p.q = {attn::make_matrix<const float>(wq.data(), dm, heads * dk), bq.data()};
+    p.k = {attn::make_matrix<const float>(wk.data(), dm, kv_heads * dk), bk.data()};
+    p.v = {attn::make_matrix<const float>(wv.data(), dm, kv_heads * dk), bv.data()};
+    p.o = {attn::make_matrix<const float>(wo.data(), heads * dk, d_out), bo.data()};
+    p.num_heads = heads;
+    p.num_kv_heads = kv_heads;
+    p.attention.mask = attn::Mask::causal();
+    return p;
+  }
+
   // Each call, checked for ok; returns the number of calls that failed.
   int run(attn::Context& ctx) {
     int failed = 0;
@@ -324,20 +339,17 @@ struct Workload {
     ok(attn::attention(ctx, attn::make_bhsd<const float>(q.data(), B, Hq, 1, Dk), tk, tv,
                        attn::make_bhsd(out.data(), B, Hq, 1, Dv), {}));
     const std::size_t rows = batch * seq;
-    attn::SelfAttentionParams p;
-    p.q = {attn::make_matrix<const float>(wq.data(), dm, heads * dk), bq.data()};
-    p.k = {attn::make_matrix<const float>(wk.data(), dm, kv_heads * dk), bk.data()};
-    p.v = {attn::make_matrix<const float>(wv.data(), dm, kv_heads * dk), bv.data()};
-    p.o = {attn::make_matrix<const float>(wo.data(), heads * dk, d_out), bo.data()};
-    p.num_heads = heads;
-    p.num_kv_heads = kv_heads;
-    p.attention.mask = attn::Mask::causal();
+    attn::SelfAttentionParams p = self_attention_params();
     p.attention.weights = attn::make_bhsd(sa_w.data(), batch, heads, seq, seq);
     const auto xv = attn::make_matrix<const float>(x.data(), rows, dm);
     ok(attn::self_attention(ctx, xv, batch, p, attn::make_matrix(sa_out.data(), rows, d_out)));
     p.o = {};
     p.attention.weights = {};
     ok(attn::self_attention(ctx, xv, batch, p, attn::make_matrix(sa_out.data(), rows, heads * dk)));
+    if (layer != nullptr) {
+      ok(attn::self_attention(ctx, xv, batch, *layer, p.attention,
+                              attn::make_matrix(sa_out.data(), rows, layer->d_out())));
+    }
     return failed;
   }
 };
@@ -400,6 +412,9 @@ TEST_CASE("no allocation in steady state: every routine, every ISA, 1 and severa
                                 attn::Transpose::no, &packed)
                   .ok());
       work.packed = &packed;
+      attn::PackedSelfAttention layer;
+      REQUIRE(attn::pack_self_attention(ctx, work.self_attention_params(), &layer).ok());
+      work.layer = &layer;
       {
         Counting count;
         REQUIRE(work.run(ctx) == 0);  // warm-up: grows the arena, starts the OpenMP team
@@ -460,6 +475,21 @@ TEST_CASE("a scratch allocation failure is out_of_memory and writes nothing", "[
     CHECK(std::string(ps.message()).find("could not allocate") != std::string::npos);
     CHECK(packed.rows() == 40);
     CHECK(packed.cols() == 40);
+
+    // pack_self_attention's first, its copy of [Wq | Wk | Wv] (the weights lie apart): the
+    // PackedSelfAttention stays empty.
+    Workload work;
+    attn::PackedSelfAttention layer;
+    g_fail_allocs = 1;
+    const attn::Status ls = attn::pack_self_attention(ctx, work.self_attention_params(), &layer);
+    g_fail_allocs = 0;
+    INFO(ls.message());
+    CHECK(ls.code() == attn::StatusCode::out_of_memory);
+    CHECK(std::string(ls.message()).find("could not allocate the packed layer") !=
+          std::string::npos);
+    CHECK(layer.empty());
+    CHECK(attn::pack_self_attention(ctx, work.self_attention_params(), &layer).ok());
+    CHECK(!layer.empty());
   }
 }
 
