@@ -166,15 +166,16 @@ struct SelfAttentionCase {
   Variants variants;
 };
 
-void register_self_attention(attn::Isa isa, const SelfAttentionCase& c, int threads) {
+// packed: the layer's weights packed once (pack_self_attention) outside the timing.
+void register_self_attention(attn::Isa isa, const SelfAttentionCase& c, int threads, bool packed) {
   auto s = [](std::size_t v) { return std::to_string(v); };
   Info info;
-  info.routine = "self_attention";
+  info.routine = packed ? "self_attention_packed" : "self_attention";
   info.impl = attn::isa_name(isa);
   info.shape = s(c.batch) + "/" + s(c.seq) + "/" + s(c.d_model) + "/" + s(c.heads) + "/" + s(c.d_k);
   info.threads = threads;
   info.name = full_name(info.routine, info.impl, info.shape, threads);
-  add(info, [info, isa, c, threads](benchmark::State& state) {
+  add(info, [info, isa, c, threads, packed](benchmark::State& state) {
     attn::Context ctx;
     if (!setup(state, ctx, isa, threads)) return;
     const std::size_t rows = c.batch * c.seq, hd = c.heads * c.d_k;
@@ -201,8 +202,15 @@ void register_self_attention(attn::Isa isa, const SelfAttentionCase& c, int thre
                                (c.output_projection ? 2.0 * double(rows * hd * c.d_model) : 0.0);
     const double attention =
         4.0 * double(c.batch * c.heads) * double(c.seq) * double(c.seq) * double(c.d_k);
-    run_calls(state, info, projections + attention,
-              [&] { return attn::self_attention(ctx, xv, c.batch, p, ov); });
+    attn::PackedSelfAttention layer;
+    if (packed && !attn::pack_self_attention(ctx, p, &layer).ok()) {
+      state.SkipWithError("pack_self_attention failed");
+      return;
+    }
+    run_calls(state, info, projections + attention, [&] {
+      return packed ? attn::self_attention(ctx, xv, c.batch, layer, p.attention, ov)
+                    : attn::self_attention(ctx, xv, c.batch, p, ov);
+    });
   });
 }
 
@@ -277,8 +285,10 @@ void register_ours(const Options& options) {
         register_attention(isa, c, t);
     }
     for (const auto& c : self_cases) {
-      for (int t : thread_counts(options, c.variants))
-        register_self_attention(isa, c, t);
+      for (int t : thread_counts(options, c.variants)) {
+        register_self_attention(isa, c, t, false);
+        register_self_attention(isa, c, t, true);
+      }
     }
   }
 }
