@@ -61,57 +61,37 @@ bool ok(const attn::Status& s, const char* what) {
   return false;
 }
 
-bool matmuls(attn::Context& ctx, Hash& h) {
+// matmul's paths, or (packed) matmul with a PackedMatrix on each of its loops (few rows in place,
+// op(A) packed whole, the Goto nest on CPUs whose L2 the 300 rows' KC block exceeds).
+bool matmuls(attn::Context& ctx, Hash& h, bool packed) {
   struct Shape {
     std::size_t m, n, k;
     attn::Transpose ta, tb;
     float alpha, beta;
   };
   const attn::Transpose N = attn::Transpose::no, T = attn::Transpose::yes;
-  const Shape shapes[] = {{6, 16, 64, N, N, 1, 0},       {64, 64, 64, N, N, 1, 0},
-                          {37, 129, 70, N, T, -0.5f, 1}, {100, 45, 600, T, N, 1, -0.5f},
-                          {300, 200, 1100, N, N, 1, 0},  {13, 77, 5, T, T, 2, 1},
-                          {67, 64, 200, N, N, 1, 0.5f}};  // the wide no-packing tile (AVX-512)
-  Inputs in(1);
-  for (const Shape& s : shapes) {
+  const Shape plain[] = {{6, 16, 64, N, N, 1, 0},       {64, 64, 64, N, N, 1, 0},
+                         {37, 129, 70, N, T, -0.5f, 1}, {100, 45, 600, T, N, 1, -0.5f},
+                         {300, 200, 1100, N, N, 1, 0},  {13, 77, 5, T, T, 2, 1},
+                         {67, 64, 200, N, N, 1, 0.5f}};  // the wide no-packing tile (AVX-512)
+  const Shape prepacked[] = {
+      {8, 200, 300, N, N, 1, 0.5f}, {60, 200, 300, T, T, 1, 0.5f}, {300, 200, 1100, N, N, 1, 0.5f}};
+  Inputs in(packed ? 6 : 1);
+  const std::size_t count = packed ? 3 : 7;
+  for (std::size_t i = 0; i < count; ++i) {
+    const Shape& s = packed ? prepacked[i] : plain[i];
     const std::size_t ar = s.ta == N ? s.m : s.k, ac = s.ta == N ? s.k : s.m;
     const std::size_t br = s.tb == N ? s.k : s.n, bc = s.tb == N ? s.n : s.k;
     const std::vector<float> a = in.vec(ar * ac), b = in.vec(br * bc);
     std::vector<float> c = in.vec(s.m * s.n);
-    if (!ok(attn::matmul(ctx, attn::make_matrix<const float>(a.data(), ar, ac), s.ta,
-                         attn::make_matrix<const float>(b.data(), br, bc), s.tb,
-                         attn::make_matrix(c.data(), s.m, s.n), s.alpha, s.beta),
-            "matmul")) {
-      return false;
-    }
-    h.add(c);
-  }
-  return true;
-}
-
-// matmul with a PackedMatrix: each of gemm_prepacked's loops (few rows in place, op(A) packed
-// whole, the Goto nest on CPUs whose L2 the 300 rows' KC block exceeds).
-bool packed_matmuls(attn::Context& ctx, Hash& h) {
-  struct Shape {
-    std::size_t m, n, k;
-    attn::Transpose ta, tb;
-  };
-  const attn::Transpose N = attn::Transpose::no, T = attn::Transpose::yes;
-  const Shape shapes[] = {{8, 200, 300, N, N}, {60, 200, 300, T, T}, {300, 200, 1100, N, N}};
-  Inputs in(6);
-  for (const Shape& s : shapes) {
-    const std::size_t ar = s.ta == N ? s.m : s.k, ac = s.ta == N ? s.k : s.m;
-    const std::size_t br = s.tb == N ? s.k : s.n, bc = s.tb == N ? s.n : s.k;
-    const std::vector<float> a = in.vec(ar * ac), b = in.vec(br * bc);
-    std::vector<float> c = in.vec(s.m * s.n);
-    attn::PackedMatrix packed;
-    if (!ok(attn::pack_matrix(ctx, attn::make_matrix<const float>(b.data(), br, bc), s.tb, &packed),
-            "pack_matrix") ||
-        !ok(attn::matmul(ctx, attn::make_matrix<const float>(a.data(), ar, ac), s.ta, packed,
-                         attn::make_matrix(c.data(), s.m, s.n), 1.0f, 0.5f),
-            "packed matmul")) {
-      return false;
-    }
+    const auto av = attn::make_matrix<const float>(a.data(), ar, ac);
+    const auto bv = attn::make_matrix<const float>(b.data(), br, bc);
+    const auto cv = attn::make_matrix(c.data(), s.m, s.n);
+    attn::PackedMatrix pb;
+    if (packed && !ok(attn::pack_matrix(ctx, bv, s.tb, &pb), "pack_matrix")) return false;
+    const attn::Status st = packed ? attn::matmul(ctx, av, s.ta, pb, cv, s.alpha, s.beta)
+                                   : attn::matmul(ctx, av, s.ta, bv, s.tb, cv, s.alpha, s.beta);
+    if (!ok(st, "matmul")) return false;
     h.add(c);
   }
   return true;
@@ -222,7 +202,7 @@ int main() {
     attn::Context ctx;
     if (!ok(ctx.set_isa(isa), "set_isa")) return 1;
     Hash mm, pm, ex, sm, at, sa;
-    if (!matmuls(ctx, mm) || !packed_matmuls(ctx, pm) || !vmath(ctx, ex, sm) ||
+    if (!matmuls(ctx, mm, false) || !matmuls(ctx, pm, true) || !vmath(ctx, ex, sm) ||
         !attentions(ctx, at) || !self_attentions(ctx, sa)) {
       return 1;
     }

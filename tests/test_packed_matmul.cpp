@@ -27,6 +27,24 @@ std::string message_of(const attn::Status& s) {
   return s.message() ? s.message() : "";
 }
 
+// Requires that each case takes the loop want(kern, cs) names on every ISA, op(A) passed as
+// matmul passes it.
+template <std::size_t N, class Want>
+void check_loops(const Case (&cases)[N], const Want& want) {
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    for (const Case& cs : cases) {
+      INFO("isa " << attn::isa_name(isa) << " m " << cs.m << " k " << cs.k);
+      const std::size_t lda = (cs.ta == Transpose::no ? cs.k : cs.m) + cs.pad;
+      const attn::detail::GemmOperand a = cs.ta == Transpose::no
+                                              ? attn::detail::GemmOperand{nullptr, lda, 1}
+                                              : attn::detail::GemmOperand{nullptr, 1, lda};
+      CHECK(attn::detail::gemm_prepacked_loop(*kern, {cs.m, cs.n, cs.k}, a) == want(*kern, cs));
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("packed matmul matches the reference on small and edge shapes", "[matmul][packed]") {
@@ -61,13 +79,14 @@ TEST_CASE("packed matmul matches the reference on small and edge shapes", "[matm
 
 TEST_CASE("packed matmul: few rows read in place against each packed sliver", "[matmul][packed]") {
   // Up to Kernels::gemm_sliver_max_rows rows of a row-major A (AVX-512 and NEON 48, AVX2 32, SSE2
-  // 2): PrepackedLoop::rows (required below), the prefetching tile over each sliver, the threads
-  // splitting the slivers. Rows 1 and 2 (every SIMD ISA), 7 and 8 (AVX-512's 8 x 32 tiles on each
-  // half of a sliver), 13 (near-equal groups of at most 6: 5 + 4 + 4; NEON's of 8: 7 + 6), 31
-  // and 48; k = 1100: 2 KC blocks on AVX-512 (KC 1024 with a 2 MiB L2, else 512), 5 on AVX2 and
-  // NEON, 9 on SSE2 (KC 128), the last shorter, beta applied only in the first; n = 180 and 131:
-  // last panels of 52 and 3 columns of 64 (AVX-512; 4 and 3 of 16 on AVX2); strides past the row;
-  // threads 1, 2 and 3 bit-identical. Scalar has no such tile: the streamed loop takes these.
+  // 2): PrepackedLoop::rows (required below; scalar, and SSE2 past 2 rows, take the streamed loop),
+  // the prefetching tile over each sliver, the threads splitting the slivers. Rows 1 and 2 (every
+  // SIMD ISA), 7 and 8 (AVX-512's 8 x 32 tiles on each half of a sliver), 13 (near-equal groups of
+  // at most 6: 5 + 4 + 4; NEON's of 8: 7 + 6), 31 and 48; k = 1100: 2 KC blocks on AVX-512 (KC 1024
+  // with a 2 MiB L2, else 512), 5 on AVX2 and NEON, 9 on SSE2 (KC 128), the last shorter, beta
+  // applied only in the first; n = 180 and 131: last panels of 52 and 3 columns of 64 (AVX-512; 4
+  // and 3 of 16 on AVX2); strides past the row; threads 1, 2 and 3 bit-identical. Scalar has no
+  // such tile: the streamed loop takes these.
   const Case cases[] = {
       {1, 180, 1100, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {2, 131, 1100, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
@@ -77,16 +96,11 @@ TEST_CASE("packed matmul: few rows read in place against each packed sliver", "[
       {31, 131, 1100, Transpose::no, Transpose::no, -0.5f, 0.0f, 1},
       {48, 180, 130, Transpose::no, Transpose::yes, 1.0f, 0.5f, 0},
   };
-  for (attn::Isa isa : attn_test::test_isas()) {
-    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
-    REQUIRE(kern != nullptr);
-    for (const Case& cs : cases) {
-      INFO("isa " << attn::isa_name(isa) << " m " << cs.m << " k " << cs.k);
-      const bool rows = kern->gemm_prefetch_sliver != nullptr && cs.m <= kern->gemm_sliver_max_rows;
-      CHECK((attn::detail::gemm_prepacked_loop(*kern, {cs.m, cs.n, cs.k}, {nullptr, cs.k, 1}) ==
-             attn::detail::PrepackedLoop::rows) == rows);
-    }
-  }
+  check_loops(cases, [](const attn::detail::Kernels& kern, const Case& cs) {
+    return kern.gemm_prefetch_sliver != nullptr && cs.m <= kern.gemm_sliver_max_rows
+               ? attn::detail::PrepackedLoop::rows
+               : attn::detail::PrepackedLoop::streamed;
+  });
   attn_test::run_across_threads(cases, {1, 2, 3}, 53, BForm::packed);
 }
 
@@ -104,18 +118,9 @@ TEST_CASE("packed matmul: the streamed loop over packed slivers, several KC bloc
       {49, 180, 300, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
       {60, 180, 130, Transpose::no, Transpose::no, 2.0f, 0.5f, 2},
   };
-  for (attn::Isa isa : attn_test::test_isas()) {
-    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
-    REQUIRE(kern != nullptr);
-    for (const Case& cs : cases) {
-      INFO("isa " << attn::isa_name(isa) << " m " << cs.m << " k " << cs.k);
-      const attn::detail::GemmOperand a =
-          cs.ta == Transpose::no ? attn::detail::GemmOperand{nullptr, cs.k, 1}
-                                 : attn::detail::GemmOperand{nullptr, 1, cs.m + cs.pad};
-      CHECK(attn::detail::gemm_prepacked_loop(*kern, {cs.m, cs.n, cs.k}, a) ==
-            attn::detail::PrepackedLoop::streamed);
-    }
-  }
+  check_loops(cases, [](const attn::detail::Kernels&, const Case&) {
+    return attn::detail::PrepackedLoop::streamed;
+  });
   attn_test::run_across_threads(cases, {1, 2, 3}, 51, BForm::packed);
 }
 

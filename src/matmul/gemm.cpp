@@ -529,34 +529,51 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
   });
 }
 
-// GemmPath::prefetched (see use_prefetched): the threads split B's column panels (each element
-// of C is one thread's, so the sums do not depend on the thread count). Per chunk of k, each
-// panel's rows of C in near-equal groups of at most gemm_prefetch_b_mr; the first chunk applies
-// beta and the bias, the others add to C (as the Goto path's KC blocks do).
-void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float alpha,
-                     const GemmOperand& a, const GemmOperand& b, float beta, float* c,
-                     std::size_t ldc, const float* bias) {
-  const std::size_t nr = kern.gemm_prefetch_b_nr, mr = kern.gemm_prefetch_b_mr;
-  const std::size_t groups = (s.m + mr - 1) / mr;
+// The loop of the prefetching tiles (GemmPath::prefetched, PrepackedLoop::rows): the threads split
+// B's column panels, nr wide (each element of C is one thread's, so the sums do not depend on the
+// thread count). Per chunk of kc_max k steps, each panel's rows of C in one call (m <= call_rows)
+// or in near-equal groups of at most mr; the first chunk applies beta and the bias, the others
+// add to C (as the Goto path's KC blocks do). b_at(pc, kc, jp): the first row of panel jp in the
+// chunk from pc of kc steps, rows ldb floats apart.
+template <class BAt>
+void prefetched_panels(GemmDirectKernel kernel, std::size_t nr, std::size_t mr,
+                       std::size_t call_rows, std::size_t kc_max, int threads, const GemmShape& s,
+                       float alpha, const GemmOperand& a, const BAt& b_at, std::size_t ldb,
+                       float beta, float* c, std::size_t ldc, const float* bias) {
+  const std::size_t groups = s.m <= call_rows ? 1 : (s.m + mr - 1) / mr;
   const std::size_t panels = (s.n + nr - 1) / nr;
   run_parallel(threads, [&](int t, int nt) {
     std::size_t pb, pe;
     static_range(panels, t, nt, &pb, &pe);
-    for (std::size_t pc = 0; pc < s.k; pc += kPrefetchedKc) {
-      const std::size_t kc = std::min(kPrefetchedKc, s.k - pc);
+    for (std::size_t pc = 0; pc < s.k; pc += kc_max) {
+      const std::size_t kc = std::min(kc_max, s.k - pc);
       const float beta_pc = pc == 0 ? beta : 1.0f;
       for (std::size_t jp = pb; jp < pe; ++jp) {
         const std::size_t j0 = jp * nr, cols = std::min(nr, s.n - j0);
+        const float* bj = b_at(pc, kc, jp);
         const float* bias_pc = bias != nullptr && pc == 0 ? bias + j0 : nullptr;
         for (std::size_t g = 0; g < groups; ++g) {
           std::size_t r0, r1;
           static_range(s.m, static_cast<int>(g), static_cast<int>(groups), &r0, &r1);
-          kern.gemm_prefetch_b(kc, a.data + r0 * a.rs + pc, a.rs, b.data + pc * b.rs + j0, b.rs,
-                               c + r0 * ldc + j0, ldc, alpha, beta_pc, r1 - r0, cols, bias_pc);
+          kernel(kc, a.data + r0 * a.rs + pc, a.rs, bj, ldb, c + r0 * ldc + j0, ldc, alpha, beta_pc,
+                 r1 - r0, cols, bias_pc);
         }
       }
     }
   });
+}
+
+// GemmPath::prefetched (see use_prefetched): B's row-major panels in place, k in chunks of
+// kPrefetchedKc.
+void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float alpha,
+                     const GemmOperand& a, const GemmOperand& b, float beta, float* c,
+                     std::size_t ldc, const float* bias) {
+  const std::size_t nr = kern.gemm_prefetch_b_nr;
+  prefetched_panels(
+      kern.gemm_prefetch_b, nr, kern.gemm_prefetch_b_mr, kern.gemm_prefetch_b_mr, kPrefetchedKc,
+      threads, s, alpha, a,
+      [&](std::size_t pc, std::size_t, std::size_t jp) { return b.data + pc * b.rs + jp * nr; },
+      b.rs, beta, c, ldc, bias);
 }
 
 // GemmPath::packed: the Goto loop nest, op(B) packed per KC x NC block into `scratch` or, with
@@ -781,35 +798,19 @@ std::size_t gemm_prepacked_scratch_bytes(const Kernels& kern, int threads, const
 
 namespace {
 
-// PrepackedLoop::rows: the threads split the slivers (each element of C is one thread's); per KC
-// block, each sliver's rows in one call, or in near-equal groups of at most gemm_sliver_mr; the
-// first block applies beta, the others add to C.
+// PrepackedLoop::rows: prefetched_panels over the packed slivers (ldb = NR), k in the packed KC
+// blocks.
 void gemm_prepacked_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                          const GemmOperand& a, const float* packed, float beta, float* c,
                          std::size_t ldc, const float* bias) {
-  const std::size_t nr = kern.gemm_nr, mr = kern.gemm_sliver_mr;
-  const std::size_t kc_max = std::min(table_kc(kern), s.k);
-  const std::size_t groups = s.m <= kern.gemm_sliver_call_rows ? 1 : (s.m + mr - 1) / mr;
-  const std::size_t n_panels = (s.n + nr - 1) / nr, n_padded = n_panels * nr;
-  run_parallel(threads, [&](int t, int nt) {
-    std::size_t pb, pe;
-    static_range(n_panels, t, nt, &pb, &pe);
-    for (std::size_t pc = 0; pc < s.k; pc += kc_max) {
-      const std::size_t kc = std::min(kc_max, s.k - pc);
-      const float beta_pc = pc == 0 ? beta : 1.0f;
-      for (std::size_t jp = pb; jp < pe; ++jp) {
-        const std::size_t j0 = jp * nr, cols = std::min(nr, s.n - j0);
-        const float* sliver = packed + pc * n_padded + jp * nr * kc;
-        const float* bias_pc = bias != nullptr && pc == 0 ? bias + j0 : nullptr;
-        for (std::size_t g = 0; g < groups; ++g) {
-          std::size_t r0, r1;
-          static_range(s.m, static_cast<int>(g), static_cast<int>(groups), &r0, &r1);
-          kern.gemm_prefetch_sliver(kc, a.data + r0 * a.rs + pc, a.rs, sliver, nr,
-                                    c + r0 * ldc + j0, ldc, alpha, beta_pc, r1 - r0, cols, bias_pc);
-        }
-      }
-    }
-  });
+  const std::size_t nr = kern.gemm_nr, n_padded = round_up(s.n, nr);
+  prefetched_panels(
+      kern.gemm_prefetch_sliver, nr, kern.gemm_sliver_mr, kern.gemm_sliver_call_rows,
+      std::min(table_kc(kern), s.k), threads, s, alpha, a,
+      [&](std::size_t pc, std::size_t kc, std::size_t jp) {
+        return packed + pc * n_padded + jp * nr * kc;
+      },
+      nr, beta, c, ldc, bias);
 }
 
 }  // namespace
