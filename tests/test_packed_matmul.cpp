@@ -149,14 +149,14 @@ TEST_CASE("packed matmul: the Goto loop nest over packed blocks", "[matmul][pack
 
 TEST_CASE("packed matmul: the Goto loop nest with several NC blocks, any thread count",
           "[matmul][packed]") {
-  // The driver itself on each ISA's kernels with a smaller blocking (KC 512, NC one panel of NR),
-  // so that fewer rows take the Goto loop (a few hundred natively, about a thousand under qemu's
-  // 4 MiB L2) and n = 2 NR + 3 spans three NC blocks (the last a padded panel): each block of B
-  // starts at pc * round_up(n, NR) + jc * kc. k = 1100: KC blocks of 512, 512 and 76. Threads 1,
-  // 2 and 3 (under an emulator 1 and 2) bit-identical, the first checked against the reference.
+  // The driver itself on each ISA's kernels with its own blocking (KC 1024, NC one panel of NR),
+  // so that a few hundred rows take the Goto loop (over 512 under qemu's 4 MiB L2) and n = 2 NR +
+  // 3 spans three NC blocks (the last a padded panel): each block of B starts at
+  // pc * round_up(n, NR) + jc * kc. k = 1100: KC blocks of 1024 and 76. Threads 1, 2 and 3 (under
+  // an emulator 1 and 2) bit-identical, the first checked against the reference.
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::detail::Kernels kern = *attn::detail::kernels_for(isa);
-    kern.gemm_blocking.kc = 512;
+    kern.gemm_blocking.kc = 1024;
     kern.gemm_blocking.kc_large_l2 = 0;
     kern.gemm_blocking.nc = kern.gemm_nr;
     const std::size_t n = 2 * kern.gemm_nr + 3, k = 1100;
