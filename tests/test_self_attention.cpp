@@ -263,6 +263,10 @@ TEST_CASE("self_attention matches the reference", "[self_attention]") {
       {2, 65, 32, 4, 4, 8, 8, 0, true, false, true, false},
       {2, 9, 256, 4, 4, 16, 16, 64, true, true, false, false},    // d_model 256
       {2, 7, 24, 4, 2, 6, 5, 11, true, true, true, false, true},  // q and k biases, not v's
+      // 8 and 7 rows, projections over 32 columns: with a packed layer on AVX-512 the 8 x 32
+      // tiles on each half of a sliver, the bias of each half.
+      {1, 8, 64, 2, 2, 32, 32, 48, true, true, false, false},
+      {1, 7, 64, 2, 2, 32, 32, 48, true, true, true, false},
   };
   for (attn::Isa isa : attn_test::test_isas()) {
     for (int threads : {1, 2}) {
@@ -353,6 +357,21 @@ TEST_CASE("self_attention with a packed layer rejects bad arguments and writes n
   attn::AttentionOptions weights_over_x;
   weights_over_x.weights = attn::make_bhsd(x.data(), 1, heads, rows, rows);
   expect(attn::self_attention(ctx, xv, 1, layer, weights_over_x, ov), "options.weights");
+  // out or options.weights in the packed layer's memory (a packed matrix, a bias).
+  attn::SelfAttentionParams with_bias = p;
+  std::vector<float> bq(heads * dk, 0.5f);
+  with_bias.q.bias = bq.data();
+  attn::PackedSelfAttention biased;
+  REQUIRE(attn::pack_self_attention(ctx, with_bias, &biased).ok());
+  float* packed_qkv = const_cast<float*>(biased.qkv().data());
+  expect(
+      attn::self_attention(ctx, xv, 1, biased, {}, attn::make_matrix(packed_qkv, rows, heads * dk)),
+      "out overlaps the packed layer");
+  attn::AttentionOptions weights_in_bias;
+  weights_in_bias.weights = attn::make_bhsd(const_cast<float*>(biased.qkv_bias()), 1, heads, 2, 2);
+  expect(attn::self_attention(ctx, attn::make_matrix<const float>(x.data(), 2, dm), 1, biased,
+                              weights_in_bias, attn::make_matrix(out.data(), 2, heads * dk)),
+         "options.weights overlaps the packed layer");
   const auto isas = attn_test::test_isas();
   if (isas.size() > 1) {
     attn::Context other =
@@ -371,4 +390,46 @@ TEST_CASE("self_attention with a packed layer rejects bad arguments and writes n
   CHECK(layer.num_heads() == heads);
   CHECK(attn::self_attention(ctx, xv, 1, layer, {}, ov).ok());
   CHECK(out[0] != kSentinel);
+}
+
+TEST_CASE("pack_self_attention takes Wq, Wk, Wv whose rows interleave",
+          "[self_attention][packed]") {
+  // Views of one buffer with k.data = q.data + 4, v.data = k.data + 4 and stride 4: valid views
+  // (row r + 1 of Wq is row r of Wk), which self_attention projects as one 8 x 12 matrix of row
+  // stride 4; packed, they are copied side by side first. Both within the file's bound.
+  const Config c{1, 6, 8, 1, 1, 4, 4, 0, false, false, false, false};
+  attn_test::Rng rng(9);
+  const std::vector<float> buf = rng.uniform_vec((c.d_model + 2) * 4, -0.3f, 0.3f),
+                           x = rng.uniform_vec(c.seq * c.d_model);
+  attn::SelfAttentionParams p;
+  p.q.weight = {buf.data(), c.d_model, 4, 4};
+  p.k.weight = {buf.data() + 4, c.d_model, 4, 4};
+  p.v.weight = {buf.data() + 8, c.d_model, 4, 4};
+  std::vector<float> wq(c.d_model * 4), wk(wq.size()), wv(wq.size()), none;
+  for (std::size_t i = 0; i < wq.size(); ++i) {
+    wq[i] = buf[i];
+    wk[i] = buf[i + 4];
+    wv[i] = buf[i + 8];
+  }
+  const std::vector<float>* const ws[4] = {&wq, &wk, &wv, &none};
+  const std::vector<float>* const bs[4] = {&none, &none, &none, &none};
+  const Bounds tol = error_bounds(c, x, ws, bs);
+  const auto xv = attn::make_matrix<const float>(x.data(), c.seq, c.d_model);
+  std::vector<float> want(c.seq * 4);
+  REQUIRE(attn::reference::self_attention(xv, 1, p, attn::make_matrix(want.data(), c.seq, 4)).ok());
+  for (attn::Isa isa : attn_test::test_isas()) {
+    attn::Context ctx = attn_test::make_context(isa);
+    std::vector<float> views(c.seq * 4), packed(c.seq * 4);
+    REQUIRE(attn::self_attention(ctx, xv, 1, p, attn::make_matrix(views.data(), c.seq, 4)).ok());
+    attn::PackedSelfAttention layer;
+    const attn::Status s = attn::pack_self_attention(ctx, p, &layer);
+    INFO("isa " << attn::isa_name(isa) << ": " << (s.message() ? s.message() : ""));
+    REQUIRE(s.ok());
+    REQUIRE(attn::self_attention(ctx, xv, 1, layer, {}, attn::make_matrix(packed.data(), c.seq, 4))
+                .ok());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      CHECK(std::fabs(double(views[i]) - want[i]) <= tol.out[i]);
+      CHECK(std::fabs(double(packed[i]) - want[i]) <= tol.out[i]);
+    }
+  }
 }

@@ -12,10 +12,10 @@
 namespace attn {
 
 // op(b) (k x n) copied into the layout the GEMM micro-kernel of one ISA reads: for each block of
-// KC rows, column panels NR wide, each a contiguous KC x NR sliver (KC and NR are the ISA's, see
-// README "How it works"). It owns its memory; it does not refer to the matrix it was packed
-// from. Move-only. An empty PackedMatrix (default-constructed or moved from) has no ISA and
-// serves no product.
+// KC rows (the last block the k % KC left, if any), column panels NR wide, each a contiguous
+// sliver of the block's rows x NR (KC and NR are the ISA's, see README "How it works"). It owns its
+// memory; it does not refer to the matrix it was packed from. Move-only. An empty PackedMatrix
+// (default-constructed or moved from) has no ISA and serves no product.
 class PackedMatrix {
  public:
   PackedMatrix() noexcept = default;

@@ -4,6 +4,7 @@
 #include "attn/self_attention.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -205,7 +206,23 @@ Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
   ATTN_RETURN_IF_ERROR(
       detail::validate_self_attention_weights(fn, params, params.q.weight.rows, &d, extents));
   const std::size_t dq = d.heads_q * d.dim_k, dk = d.heads_kv * d.dim_k, dv = d.heads_kv * d.dim_v;
-  const std::size_t dqkv = dq + dk + dv;
+  // Each weight's size fits in ptrdiff_t (validated); the three side by side might not.
+  std::size_t dqkv = 0, copy_floats = 0, copy_bytes = 0;
+  if (!detail::add_ok(dq, dk, &dqkv) || !detail::add_ok(dqkv, dv, &dqkv) ||
+      !detail::mul_ok(d.d_model, dqkv, &copy_floats) ||
+      !detail::mul_ok(copy_floats, sizeof(float), &copy_bytes) ||
+      copy_bytes > static_cast<std::size_t>(PTRDIFF_MAX)) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: [Wq | Wk | Wv] (%zu x (%zu + %zu + %zu)) would span more bytes than "
+                         "fit in ptrdiff_t",
+                         fn, d.d_model, dq, dk, dv);
+  }
+  // pack_matrix's errors (out_of_memory, sizes) named as this call's.
+  const auto packing = [&](const Status& s, const char* what) {
+    return s.ok() ? s
+                  : Status::Error(s.code(), "%s: packing %s: %s", fn, what,
+                                  s.message() ? s.message() : "");
+  };
   const auto oom = [&] {
     return Status::Error(StatusCode::out_of_memory,
                          "%s: could not allocate the packed layer (d_model %zu, %zu + %zu + %zu "
@@ -214,14 +231,16 @@ Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
   };
 
   PackedSelfAttention layer;
-  // [Wq | Wk | Wv]: packed from the weights in place where they lie side by side, else from a
-  // copy made side by side here (freed before returning).
+  // [Wq | Wk | Wv]: packed from the weights in place where they lie side by side as one matrix
+  // (rows at least three widths apart: fused_qkv also accepts interleaved rows, which are no
+  // matrix), else from a copy made side by side here (freed before returning).
   Projection joint;
-  if (fused_qkv(params, &joint)) {
-    ATTN_RETURN_IF_ERROR(pack_matrix(ctx, joint.weight, Transpose::no, &layer.qkv_));
+  if (fused_qkv(params, &joint) && (joint.weight.stride >= dqkv || d.d_model <= 1)) {
+    ATTN_RETURN_IF_ERROR(
+        packing(pack_matrix(ctx, joint.weight, Transpose::no, &layer.qkv_), "[Wq | Wk | Wv]"));
   } else {
-    float* side_by_side = static_cast<float*>(
-        std::malloc(std::max<std::size_t>(d.d_model * dqkv, 1) * sizeof(float)));
+    float* side_by_side =
+        static_cast<float*>(std::malloc(std::max<std::size_t>(copy_bytes, sizeof(float))));
     if (side_by_side == nullptr) return oom();
     const MatrixView<const float> parts[3] = {params.q.weight, params.k.weight, params.v.weight};
     for (std::size_t r = 0; r < d.d_model; ++r) {
@@ -234,10 +253,11 @@ Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
     const Status s = pack_matrix(ctx, MatrixView<const float>{side_by_side, d.d_model, dqkv, dqkv},
                                  Transpose::no, &layer.qkv_);
     std::free(side_by_side);
-    ATTN_RETURN_IF_ERROR(s);
+    ATTN_RETURN_IF_ERROR(packing(s, "[Wq | Wk | Wv]"));
   }
   if (d.has_output_projection) {
-    ATTN_RETURN_IF_ERROR(pack_matrix(ctx, params.o.weight, Transpose::no, &layer.o_));
+    ATTN_RETURN_IF_ERROR(
+        packing(pack_matrix(ctx, params.o.weight, Transpose::no, &layer.o_), "params.o.weight"));
   }
   const bool qkv_bias = params.q.bias || params.k.bias || params.v.bias;
   const bool o_bias = d.has_output_projection && params.o.bias;
@@ -308,7 +328,7 @@ Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch
                                      extent_of(layer.o_bias(), layer.d_out() * sizeof(float))};
   detail::SelfAttentionDims d;
   ATTN_RETURN_IF_ERROR(
-      detail::validate_packed_self_attention(fn, x, batch, shape, extents, 4, options, out, &d));
+      detail::validate_packed_self_attention(fn, x, batch, shape, extents, options, out, &d));
   const ProjectionGemm qkv{{}, &layer.qkv(), layer.qkv_bias(), 0};
   const ProjectionGemm o{{}, &layer.o(), layer.o_bias(), 0};
   return run_self_attention(st, x, d, options, &qkv, 1, d.has_output_projection ? &o : nullptr,

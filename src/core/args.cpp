@@ -391,7 +391,7 @@ Status validate_self_attention(const char* fn, const MatrixView<const float>& x,
 
 Status validate_packed_self_attention(const char* fn, const MatrixView<const float>& x,
                                       std::size_t batch, const SelfAttentionDims& layer,
-                                      const Extent* layer_extents, int n,
+                                      const Extent (&layer_extents)[4],
                                       const AttentionOptions& options, const MatrixView<float>& out,
                                       SelfAttentionDims* dims) {
   Extent ex, eo;
@@ -404,9 +404,8 @@ Status validate_packed_self_attention(const char* fn, const MatrixView<const flo
   SelfAttentionDims d = layer;
   const char* names[] = {"the packed layer", "the packed layer", "the packed layer",
                          "the packed layer"};
-  if (n > 4) n = 4;
   ATTN_RETURN_IF_ERROR(validate_self_attention_call(fn, "options", ex, eo, x, batch, options, out,
-                                                    layer_extents, names, n, &d));
+                                                    layer_extents, names, 4, &d));
   *dims = d;
   return Status::Ok();
 }

@@ -62,11 +62,11 @@ Status validate_self_attention_weights(const char* fn, const SelfAttentionParams
                                        Extent extents[8]);
 
 // A call of self_attention with a packed layer of sizes `layer` (validate_self_attention_weights'
-// dims) whose memory is the n <= 4 layer_extents: x, out and the options as
-// validate_self_attention checks them.
+// dims) whose memory is layer_extents (its packed matrices and biases; empty where absent): x,
+// out and the options as validate_self_attention checks them.
 Status validate_packed_self_attention(const char* fn, const MatrixView<const float>& x,
                                       std::size_t batch, const SelfAttentionDims& layer,
-                                      const Extent* layer_extents, int n,
+                                      const Extent (&layer_extents)[4],
                                       const AttentionOptions& options, const MatrixView<float>& out,
                                       SelfAttentionDims* dims);
 
