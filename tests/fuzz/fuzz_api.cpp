@@ -1,11 +1,12 @@
 // attn-fuzz: a libFuzzer target over attn's whole public API.
 //
-// Each input picks an entry point (matmul, exp, softmax, attention, self_attention, or the
-// Context setters), an ISA, a thread count, shapes, layouts (padding, permuted dimensions, and for
-// inputs broadcast, aliasing and negative strides), mask parts, and float values (small exact
-// values, uniform values, raw bit patterns, or specials: NaN, +-inf, +-0, +-1e30, subnormals,
-// FLT_MAX), plus up to a few values patched in at chosen places. It may then inject one fault from
-// a catalogue of bad arguments. The checks, any failure of which aborts:
+// Each input picks an entry point (matmul, with B as a view or packed by pack_matrix, exp,
+// softmax, attention, self_attention, or the Context setters), an ISA, a thread count, shapes,
+// layouts (padding, permuted dimensions, and for inputs broadcast, aliasing and negative strides),
+// mask parts, and float values (small exact values, uniform values, raw bit patterns, or specials:
+// NaN, +-inf, +-0, +-1e30, subnormals, FLT_MAX), plus up to a few values patched in at chosen
+// places. It may then inject one fault from a catalogue of bad arguments. The checks, any failure
+// of which aborts:
 //   - a fault gives invalid_argument, both from attn and from attn::reference, and no buffer
 //     changes (outputs are compared bit for bit with a snapshot);
 //   - a call without a fault gives ok, inputs are unchanged, and output memory outside the views
@@ -424,6 +425,9 @@ void fuzz_matmul(FuzzedDataProvider& fdp, attn::Context& ctx) {
 
   bool fault = true;
   const int fault_case = fdp.ConsumeIntegralInRange<int>(0, 12);
+  // B packed first (pack_matrix on the unchanged b), then matmul with the PackedMatrix: the faults
+  // then reach a and c only (the packed b is valid by construction).
+  const bool packed = fdp.ConsumeBool();
   switch (fault_case) {
     case 1:  // null data with a non-zero size
       if (!a.empty()) {
@@ -443,8 +447,16 @@ void fuzz_matmul(FuzzedDataProvider& fdp, attn::Context& ctx) {
         fault = false;
       }
       break;
-    case 3:  // inner dimensions that differ (attn must reject before reading past b)
-      if (tb == Transpose::no) {
+    case 3:  // inner dimensions that differ (attn must reject before reading past b, or a)
+      if (packed) {
+        if (ta == Transpose::no) {
+          av.cols += 1;
+        } else {
+          av.rows += 1;
+        }
+        av.stride = std::max(av.stride, av.cols);
+        if (av.data == nullptr) av.data = &kSentinel;
+      } else if (tb == Transpose::no) {
         bv.rows += 1;
       } else {
         bv.cols += 1;
@@ -454,9 +466,10 @@ void fuzz_matmul(FuzzedDataProvider& fdp, attn::Context& ctx) {
     case 4:  // c of the wrong shape
       cv.rows += 1;
       break;
-    case 5:  // c overlapping a or b
-      if (!c.empty() && (!a.empty() || !b.empty())) {
-        Buffer<float>& in = !a.empty() && (b.empty() || fdp.ConsumeBool()) ? a.buf : b.buf;
+    case 5:  // c overlapping a or b (a only where b is packed: the call never reads b)
+      if (!c.empty() && (!a.empty() || (!b.empty() && !packed))) {
+        Buffer<float>& in =
+            !a.empty() && (b.empty() || packed || fdp.ConsumeBool()) ? a.buf : b.buf;
         cv.data = in.mem.data() + fdp.ConsumeIntegralInRange<std::size_t>(0, in.mem.size() - 1);
       } else {
         fault = false;
@@ -475,7 +488,13 @@ void fuzz_matmul(FuzzedDataProvider& fdp, attn::Context& ctx) {
   a.buf.snap();
   b.buf.snap();
   c.buf.snap();
-  const Status s = attn::matmul(ctx, av, ta, bv, tb, cv, alpha, beta);
+  attn::PackedMatrix pb;
+  if (packed) {
+    const Status ps = attn::pack_matrix(ctx, b.cview(), tb, &pb);
+    FUZZ_CHECK(ps.ok(), "pack_matrix: %s", ps.message());
+  }
+  const Status s = packed ? attn::matmul(ctx, av, ta, pb, cv, alpha, beta)
+                          : attn::matmul(ctx, av, ta, bv, tb, cv, alpha, beta);
   FUZZ_CHECK(a.buf.unchanged() && b.buf.unchanged(), "matmul changed an input");
   const std::vector<float> c_fast = c.buf.mem;
   c.buf.mem = c.buf.snapshot;
