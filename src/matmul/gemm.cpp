@@ -455,6 +455,9 @@ std::size_t streamed_a_floats(const Plan& plan, const GemmShape& s) {
   return round_up(round_up(s.m, plan.mr) * plan.kc * plan.copies, 16);
 }
 
+// With `prepacked` (gemm_prepack_b's layout; PrepackedLoop::streamed) each sliver is read where it
+// lies, with no sliver buffer, and where a sliver is larger than L1 the calls over one fetch the
+// next into L2 (SliverShares, as the Goto loop does).
 void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                    const GemmOperand& a, const GemmOperand& b, float beta, float* c,
                    std::size_t ldc, const float* bias, float* scratch, const float* prepacked) {
