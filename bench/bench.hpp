@@ -80,6 +80,7 @@ struct MatmulShape {
   std::size_t m, n, k;
   bool trans_b;
   Variants variants;
+  bool packed_too = false;  // ours also with B packed once (matmul_packed / matmul_nt_packed)
 };
 inline constexpr MatmulShape kMatmulShapes[] = {
     {"matmul", 64, 64, 64, false, q1},
@@ -91,10 +92,10 @@ inline constexpr MatmulShape kMatmulShapes[] = {
     {"matmul", 6, 16, 64, false, q1},       // the seed's Q = X·Wq
     // A 768-wide encoder's fused Q, K, V projection ([Wq | Wk | Wv], as self_attention's
     // benchmark runs it) for 128 tokens, for 16, and for one token (a decoding step).
-    {"matmul", 128, 2304, 768, false, q1 | two},
-    {"matmul", 16, 2304, 768, false, one},
-    {"matmul", 1, 2304, 768, false, q1},
-    {"matmul_nt", 1, 2304, 768, true, q1},  // the same with W stored [out, in], x·Wᵀ
+    {"matmul", 128, 2304, 768, false, q1 | two, true},
+    {"matmul", 16, 2304, 768, false, one, true},
+    {"matmul", 1, 2304, 768, false, q1, true},
+    {"matmul_nt", 1, 2304, 768, true, q1, true},  // the same with W stored [out, in], x·Wᵀ
 };
 inline constexpr std::size_t kExpSize = 4096;  // floats: 16 KiB in, 16 KiB out, in L1
 inline constexpr float kExpLo = -80.0f, kExpHi = 80.0f;

@@ -35,14 +35,15 @@ bool run_calls(benchmark::State& state, const Info& info, double work, Call&& ca
   return failed.ok();
 }
 
-void register_matmul(attn::Isa isa, const MatmulShape& shape, int threads) {
+// packed: B packed once by pack_matrix outside the timing ("<routine>_packed"; no peer runs it).
+void register_matmul(attn::Isa isa, const MatmulShape& shape, int threads, bool packed) {
   Info info;
-  info.routine = shape.routine;
+  info.routine = std::string(shape.routine) + (packed ? "_packed" : "");
   info.impl = attn::isa_name(isa);
   info.shape = matmul_shape_name(shape);
   info.threads = threads;
   info.name = full_name(info.routine, info.impl, info.shape, threads);
-  add(info, [info, isa, shape, threads](benchmark::State& state) {
+  add(info, [info, isa, shape, threads, packed](benchmark::State& state) {
     attn::Context ctx;
     if (!setup(state, ctx, isa, threads)) return;
     const std::size_t m = shape.m, n = shape.n, k = shape.k;
@@ -54,8 +55,14 @@ void register_matmul(attn::Isa isa, const MatmulShape& shape, int threads) {
                                   : attn::make_matrix<const float>(b.data(), k, n);
     const auto tb = shape.trans_b ? attn::Transpose::yes : attn::Transpose::no;
     const auto cv = attn::make_matrix(c.data(), m, n);
+    attn::PackedMatrix b_packed;
+    if (packed && !attn::pack_matrix(ctx, bv, tb, &b_packed).ok()) {
+      state.SkipWithError("pack_matrix failed");
+      return;
+    }
     const bool ok = run_calls(state, info, 2.0 * double(m) * double(n) * double(k), [&] {
-      return attn::matmul(ctx, av, attn::Transpose::no, bv, tb, cv);
+      return packed ? attn::matmul(ctx, av, attn::Transpose::no, b_packed, cv)
+                    : attn::matmul(ctx, av, attn::Transpose::no, bv, tb, cv);
     });
     const std::string wrong = ok ? check_matmul(shape, a.data(), b.data(), c.data()) : "";
     if (!wrong.empty()) state.SkipWithError(wrong.c_str());
@@ -274,8 +281,10 @@ void register_ours(const Options& options) {
   for (attn::Isa isa : options.isas) {
     if ((options.quick || options.default_isa_only) && isa != options.default_isa) continue;
     for (const auto& s : kMatmulShapes) {
-      for (int t : thread_counts(options, s.variants))
-        register_matmul(isa, s, t);
+      for (int t : thread_counts(options, s.variants)) {
+        register_matmul(isa, s, t, false);
+        if (s.packed_too) register_matmul(isa, s, t, true);
+      }
     }
     register_exp(isa);
     for (std::size_t n : {16, 128, 512, 4096, 32768})

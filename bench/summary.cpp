@@ -75,7 +75,7 @@ std::string pretty_shape(const Info& info) {
     out += c == 'x' ? std::string("×") : std::string(1, c);
   if (info.routine == "exp") return out + " floats";
   if (info.routine == "softmax") return "rows of " + out;
-  if (info.routine == "matmul_nt") return out + " A·Bᵀ";
+  if (info.routine == "matmul_nt" || info.routine == "matmul_nt_packed") return out + " A·Bᵀ";
   return out;
 }
 
