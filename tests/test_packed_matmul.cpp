@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -332,4 +333,69 @@ TEST_CASE("packed matmul rejects bad arguments and writes nothing", "[matmul][pa
     return;
   }
   CHECK(c_untouched());
+}
+
+TEST_CASE("Contexts on several threads share one PackedMatrix and one PackedSelfAttention",
+          "[matmul][packed][threads]") {
+  // README "Guarantees": the packed objects are only read by the calls, so one copy can serve
+  // the Contexts of several caller threads at once. Three std::threads, each with its own Context
+  // of the same ISA (2 OpenMP threads each), call matmul and self_attention with the shared
+  // objects 4 times; every result is bit-identical to the one computed alone first.
+  const std::size_t m = 19, n = 150, k = 70, seq = 9, dm = 32, heads = 4, dk = 8;
+  attn_test::Rng rng(81);
+  const auto a = rng.uniform_vec(m * k), b = rng.uniform_vec(k * n), x = rng.uniform_vec(seq * dm),
+             w = rng.uniform_vec(dm * 3 * heads * dk, -0.3f, 0.3f),
+             wo = rng.uniform_vec(heads * dk * dm, -0.3f, 0.3f), bias = rng.uniform_vec(dm);
+  attn::SelfAttentionParams p;
+  const std::size_t width = heads * dk;
+  p.q.weight = {w.data(), dm, width, 3 * width};
+  p.k.weight = {w.data() + width, dm, width, 3 * width};
+  p.v.weight = {w.data() + 2 * width, dm, width, 3 * width};
+  p.o = {attn::make_matrix<const float>(wo.data(), width, dm), bias.data()};
+  p.num_heads = heads;
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    attn::Context ctx = attn_test::make_context(isa, 2);
+    attn::PackedMatrix packed;
+    attn::PackedSelfAttention layer;
+    REQUIRE(attn::pack_matrix(ctx, attn::make_matrix<const float>(b.data(), k, n), Transpose::no,
+                              &packed)
+                .ok());
+    REQUIRE(attn::pack_self_attention(ctx, p, &layer).ok());
+    attn::AttentionOptions causal;
+    causal.mask = attn::Mask::causal();
+    const auto run = [&](attn::Context& c, std::vector<float>* mm, std::vector<float>* sa) {
+      mm->assign(m * n, 0.0f);
+      sa->assign(seq * dm, 0.0f);
+      const bool ok = attn::matmul(c, attn::make_matrix<const float>(a.data(), m, k), Transpose::no,
+                                   packed, attn::make_matrix(mm->data(), m, n))
+                          .ok() &&
+                      attn::self_attention(c, attn::make_matrix<const float>(x.data(), seq, dm), 1,
+                                           layer, causal, attn::make_matrix(sa->data(), seq, dm))
+                          .ok();
+      return ok;
+    };
+    std::vector<float> want_mm, want_sa;
+    REQUIRE(run(ctx, &want_mm, &want_sa));
+    constexpr int kThreads = 3, kRounds = 4;
+    int same[kThreads] = {};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < kThreads; ++t) {
+      pool.emplace_back([&, t] {
+        attn::Context own = attn_test::make_context(isa, 2);
+        for (int r = 0; r < kRounds; ++r) {
+          std::vector<float> mm, sa;
+          if (run(own, &mm, &sa) &&
+              std::memcmp(mm.data(), want_mm.data(), mm.size() * sizeof(float)) == 0 &&
+              std::memcmp(sa.data(), want_sa.data(), sa.size() * sizeof(float)) == 0) {
+            ++same[t];
+          }
+        }
+      });
+    }
+    for (auto& th : pool)
+      th.join();
+    for (int t = 0; t < kThreads; ++t)
+      CHECK(same[t] == kRounds);
+  }
 }
