@@ -156,12 +156,18 @@ constexpr std::size_t kMaxInPlaceCols = 64;
 // (bench/ab-lib, 11-15 pairs, outputs bit-identical): 1 x 2304 x 768 0.556x the time (2 threads
 // 0.543x), 16 x 2304 x 768 0.687x (0.436x), 128 x 2304 x 768 0.903x (0.812x), 128 x 768 x 768
 // 0.912x, 128 x 768 x 3072 0.934x, 256 x 2304 x 768 0.966x (0.920x), 300 x 768 x 768 0.976x.
-bool use_streamed(const Kernels& kern, const GemmShape& s) {
-  const CpuInfo& cpu = cpu_info();
+// Whether all of op(A)'s rows, packed for one KC block, fit in half of L2 (the streamed loop's
+// condition on A, with or without a pre-packed B).
+bool packed_a_fits_half_l2(const Kernels& kern, const GemmShape& s) {
   const std::size_t kc = std::min(table_kc(kern), s.k);
   const std::size_t a_bytes = round_up(s.m, kern.gemm_mr) * kc * kern.gemm_a_copies * sizeof(float);
+  return a_bytes <= cpu_info().l2_bytes / 2;
+}
+
+bool use_streamed(const Kernels& kern, const GemmShape& s) {
+  const std::size_t kc = std::min(table_kc(kern), s.k);
   const std::size_t panel_bytes = kc * round_up(s.n, kern.gemm_nr) * sizeof(float);
-  return a_bytes <= cpu.l2_bytes / 2 && panel_bytes > cpu.l2_bytes / 2;
+  return packed_a_fits_half_l2(kern, s) && panel_bytes > cpu_info().l2_bytes / 2;
 }
 
 // GemmPath::rows: at most Kernels::gemm_rows_max rows of a row-major A (kRowsMax where B is over
@@ -612,12 +618,12 @@ void gemm_packed(const Kernels& kern, int threads, const GemmShape& s, float alp
       for (std::size_t pc = 0; pc < s.k; pc += plan.kc) {
         const std::size_t kc = std::min(plan.kc, s.k - pc);
         const float beta_pc = pc == 0 ? beta : 1.0f;
-        std::size_t pb, pe;
-        static_range(n_panels, tid, nt, &pb, &pe);
         const float* b_block = b_buf;
         if (prepacked) {
           b_block = prepacked + pc * n_padded + jc * kc;
         } else {
+          std::size_t pb, pe;
+          static_range(n_panels, tid, nt, &pb, &pe);
           pack_b(kern, plan, b, pc, kc, jc, nc, pb, pe, b_buf);
           barrier(nt);
         }
@@ -769,7 +775,8 @@ void gemm_prepack_b(const Kernels& kern, int threads, std::size_t k, std::size_t
 // time, 4 rows 0.93-0.95x, 5 and 6 rows 0.90-0.92x, 7 and 8 rows 1.05x (GemmPath::prefetched's
 // 8 x 48 tile reads B once; the 6 x 64 tile needs two groups, 1.08-1.19x, so 7 and 8 rows take
 // 8 x 32 tiles on each half of the sliver), 9 rows 0.86x, 16 0.90x, 48 0.89x; 64 rows 0.87x,
-// 128 0.90x and 512 0.94x by the streamed and Goto loops; two threads 8 rows 1.01x, 16 rows
+// 128 0.90x and 512 0.94x by the streamed and Goto loops; two threads 8 rows 1.01x (two 4-row
+// groups of the 6 x 64 tile; with the 8 x 32 halves, attn-bench --alternate: 0.98x), 16 rows
 // 0.92x, 48 rows 0.88x. The rows loop against the streamed one on the packed B: AVX-512 48 rows
 // 0.97x, 64 rows 0.99x, 96 rows 1.05x (hence 48); AVX2 4 rows 0.90x, 8 rows 0.95x, 32 rows
 // 0.97x, 40 and 48 rows 1.00-1.02x (hence 32); SSE2 1 and 2 rows 0.80-0.92x, but 3 and 4 rows
@@ -779,9 +786,7 @@ PrepackedLoop gemm_prepacked_loop(const Kernels& kern, const GemmShape& s, const
   if (kern.gemm_prefetch_sliver != nullptr && a.cs == 1 && s.m <= kern.gemm_sliver_max_rows) {
     return PrepackedLoop::rows;
   }
-  const std::size_t kc = std::min(table_kc(kern), s.k);
-  const std::size_t a_bytes = round_up(s.m, kern.gemm_mr) * kc * kern.gemm_a_copies * sizeof(float);
-  return a_bytes <= cpu_info().l2_bytes / 2 ? PrepackedLoop::streamed : PrepackedLoop::packed;
+  return packed_a_fits_half_l2(kern, s) ? PrepackedLoop::streamed : PrepackedLoop::packed;
 }
 
 std::size_t gemm_prepacked_scratch_bytes(const Kernels& kern, int threads, const GemmShape& s,
