@@ -3,19 +3,38 @@
 // case (inputs, a Context, one warm-up call), ab_time times `reps` calls, ab_out returns the
 // output for the bit comparison. Kinds: 0 matmul A B (M x N x K), 1 matmul A B^T, 2 attention,
 // 3 causal attention (B x H x Lq x Lk x d given as BATCH, HEADS, M = Lq, N = Lk, K = d).
+// Every input and output starts on a 64-byte line, plus AB_LIB_OFFSET bytes (a multiple of 4,
+// default 0) if set: both builds see the same alignment, which malloc would otherwise leave to
+// chance (the same build against itself read 0.84x at 6 x 16 x 64 with heap-placed vectors).
 #include <attn/attn.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 namespace {
 
+// Floats from a line boundary plus the offset, inside a vector of its own.
+struct Buffer {
+  std::vector<float> store;
+  float* p = nullptr;
+
+  float* data() { return p; }
+  void resize(std::size_t count) {
+    const char* env = std::getenv("AB_LIB_OFFSET");
+    const std::size_t offset = env ? std::strtoul(env, nullptr, 10) / sizeof(float) : 0;
+    store.assign(count + 16 + offset, 0.0f);
+    const auto addr = reinterpret_cast<std::uintptr_t>(store.data());
+    p = store.data() + ((64 - addr % 64) % 64) / sizeof(float) + offset;
+  }
+};
+
 struct Case {
   int kind;
   std::size_t m, n, k, batch, heads;
-  std::vector<float> a, b, c, q, kk, v, o;
+  Buffer a, b, c, q, kk, v, o;
   attn::Context ctx;
 
   void run() {
@@ -42,10 +61,10 @@ struct Case {
   }
 };
 
-void fill(std::vector<float>& x, std::size_t count) {
+void fill(Buffer& x, std::size_t count) {
   x.resize(count);
-  for (float& e : x)
-    e = static_cast<float>(std::rand() % 200 - 100) / 100.0f;
+  for (std::size_t i = 0; i < count; ++i)
+    x.p[i] = static_cast<float>(std::rand() % 200 - 100) / 100.0f;
 }
 
 }  // namespace
@@ -58,13 +77,13 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
   if (kind <= 1) {
     fill(c->a, c->m * c->k);
     fill(c->b, c->k * c->n);
-    c->c.assign(c->m * c->n, 0.0f);
+    c->c.resize(c->m * c->n);
   } else {
     const std::size_t rows = c->batch * c->heads * c->k;
     fill(c->q, rows * c->m);
     fill(c->kk, rows * c->n);
     fill(c->v, rows * c->n);
-    c->o.assign(rows * c->m, 0.0f);
+    c->o.resize(rows * c->m);
   }
   c->run();
   return c;
@@ -80,7 +99,6 @@ extern "C" double ab_time(void* p, int reps) {
 
 extern "C" const float* ab_out(void* p, std::size_t* count) {
   Case* c = static_cast<Case*>(p);
-  const std::vector<float>& out = c->kind <= 1 ? c->c : c->o;
-  *count = out.size();
-  return out.data();
+  *count = c->kind <= 1 ? c->m * c->n : c->batch * c->heads * c->k * c->m;
+  return c->kind <= 1 ? c->c.p : c->o.p;
 }

@@ -132,9 +132,8 @@ CpuInfo detect() {
 
 }  // namespace
 
-const CpuInfo& cpu_info() noexcept {
-  static const CpuInfo info = detect();
-  return info;
+CpuInfo detect_cpu() noexcept {
+  return detect();
 }
 
 }  // namespace attn::detail

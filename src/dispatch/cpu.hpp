@@ -30,7 +30,14 @@ struct CpuInfo {
   char model[64] = "unknown";
 };
 
-// Detected on first use (thread-safe), then cached.
-const CpuInfo& cpu_info() noexcept;
+// Reads the CPU (cpuid, sysfs); cpu_info() calls it once.
+CpuInfo detect_cpu() noexcept;
+
+// Detected on first use (thread-safe), then cached. Inline: the GEMM's path choice asks several
+// times per call, and a call of the seed's 6 x 16 x 64 product takes tens of nanoseconds.
+inline const CpuInfo& cpu_info() noexcept {
+  static const CpuInfo info = detect_cpu();
+  return info;
+}
 
 }  // namespace attn::detail

@@ -268,14 +268,27 @@ bool use_prefetched(const Kernels& kern, const GemmShape& s, const GemmOperand& 
          s.k * s.n * sizeof(float) > cpu_info().l2_bytes / 2;
 }
 
+// A product of one no-packing tile (the seed's 6 x 16 x 64), recognised before the rules of
+// gemm_path, whose answer for it is GemmPath::direct: not the rows path (n within one tile), not
+// the prefetched one (B within half of L2), and then direct (row-major A, k <= 1024, B within
+// half of L2, fewer than kMinPackedRows rows). A call of such a product takes tens of
+// nanoseconds, which the full rules, asked twice per call (scratch size and driver), added 10% to
+// on Zen 5 (bench/ab-lib against 8054628, which had one rule).
+bool one_direct_tile(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
+                     const GemmOperand& b) {
+  return a.cs == 1 && b.cs == 1 && s.m <= kern.gemm_direct_mr && s.m < kMinPackedRows &&
+         s.n <= kern.gemm_direct_nr && s.k <= 1024 &&
+         s.k * s.n * sizeof(float) <= cpu_info().l2_bytes / 2;
+}
+
 }  // namespace
 
 GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
                    const GemmOperand& b) {
+  if (one_direct_tile(kern, s, a, b)) return GemmPath::direct;
   if (use_rows(kern, s, a, b)) return GemmPath::rows;
   if (use_prefetched(kern, s, a, b)) return GemmPath::prefetched;
-  // use_streamed divides by MR and NR: only asked where the answer is a packing path (a call
-  // of one small tile, the seed's 6 x 16 x 64, spent 13% of its time in this function before).
+  // use_streamed divides by MR and NR: asked only where the answer is a packing path.
   const auto packed = [&] { return use_streamed(kern, s) ? GemmPath::streamed : GemmPath::packed; };
   if (a.cs != 1 || s.k > 1024) return packed();
   const CpuInfo& cpu = cpu_info();
@@ -678,6 +691,7 @@ void gemm_packed(const Kernels& kern, int threads, const GemmShape& s, float alp
 
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
                                const GemmOperand& a, const GemmOperand& b) {
+  if (one_direct_tile(kern, shape, a, b)) return 0;
   threads = effective_threads(threads, shape);
   const GemmPath path = gemm_path(kern, shape, a, b);
   if (path == GemmPath::wide_panels) {
@@ -713,13 +727,11 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
     scale_c(s.m, s.n, alpha, beta, c, ldc, bias);
     return;
   }
-  const GemmPath path = gemm_path(kern, s, a, b);
-  if (s.m <= kern.gemm_direct_mr && s.n <= kern.gemm_direct_nr && b.cs == 1 &&
-      path == GemmPath::direct) {
-    // One no-packing tile (the seed's 6 x 16 x 64): gemm_direct's only call, without its loops.
+  if (one_direct_tile(kern, s, a, b)) {  // gemm_direct's only call, without its loops
     direct_tile(kern, false, s, alpha, a, 0, s.m, b.data, b.rs, 0, beta, c, ldc, bias);
     return;
   }
+  const GemmPath path = gemm_path(kern, s, a, b);
   threads = effective_threads(threads, s);
   if (path == GemmPath::direct) {
     gemm_direct(kern, threads, s, alpha, a, b, beta, c, ldc, bias, static_cast<float*>(scratch));
