@@ -97,9 +97,7 @@ CpuInfo detect() {
   info.avx512 = info.avx2_fma && f && dq && bw && vl && zmm_saved;
   read_caches(&info);
   read_model(&info);
-  const bool intel = is_intel();
-  info.l2_feeds_in_place_b = !intel;
-  info.narrow_tile_split = intel;
+  info.l2_feeds_in_place_b = !is_intel();
   return info;
 }
 

@@ -22,11 +22,6 @@ struct CpuInfo {
   // 0.90x and 0.975x on AVX2 (bench/ab, 4 rounds). Other Intel CPUs are taken to be alike; CPUs
   // not measured (other vendors, AArch64) keep the rule first tuned on Zen 5.
   bool l2_feeds_in_place_b = true;
-  // Whether the one-vector no-packing tile broadcasts once per FMA for a few rows
-  // (Kernels::gemm_direct_narrow_split) rather than in pairs of k steps with shuffles, which on
-  // Intel cores share ports with the FMAs. Measured per vendor (kernels_avx512.cpp): Intel yes,
-  // Zen 5 no; others keep the pairs.
-  bool narrow_tile_split = false;
   char model[64] = "unknown";
 };
 
