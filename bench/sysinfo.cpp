@@ -1,4 +1,7 @@
-// CPU model, CPU count and cache sizes, from Linux's /proc and /sys (empty fields elsewhere).
+// CPU model, CPU count and cache sizes, from Linux's /proc and /sys; cache sizes from glibc's
+// sysconf (which reads cpuid) where /sys has none, as in some VMs (empty fields elsewhere).
+#include <unistd.h>
+
 #include <fstream>
 #include <string>
 #include <thread>
@@ -21,12 +24,36 @@ std::string trim(const std::string& s) {
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
+std::string pretty_kib(long kib) {
+  if (kib >= 1024 && kib % 1024 == 0) return std::to_string(kib / 1024) + " MiB";
+  return std::to_string(kib) + " KiB";
+}
+
 // "49152K" or "48K" → "48 KiB"; "1024K" → "1 MiB".
 std::string pretty_size(const std::string& sysfs) {
   if (sysfs.empty() || sysfs.back() != 'K') return sysfs;
-  const long kib = std::stol(sysfs.substr(0, sysfs.size() - 1));
-  if (kib >= 1024 && kib % 1024 == 0) return std::to_string(kib / 1024) + " MiB";
-  return std::to_string(kib) + " KiB";
+  return pretty_kib(std::stol(sysfs.substr(0, sysfs.size() - 1)));
+}
+
+// "L1d 48 KiB, L2 1 MiB, L3 508 MiB (sysconf)", or empty where glibc does not know them.
+std::string sysconf_caches() {
+  std::string out;
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+  const struct {
+    const char* name;
+    int key;
+  } levels[] = {{"L1d", _SC_LEVEL1_DCACHE_SIZE},
+                {"L2", _SC_LEVEL2_CACHE_SIZE},
+                {"L3", _SC_LEVEL3_CACHE_SIZE}};
+  for (const auto& level : levels) {
+    const long bytes = sysconf(level.key);
+    if (bytes <= 0) continue;
+    if (!out.empty()) out += ", ";
+    out += std::string(level.name) + " " + pretty_kib(bytes / 1024);
+  }
+  if (!out.empty()) out += " (sysconf)";
+#endif
+  return out;
 }
 
 }  // namespace
@@ -55,6 +82,7 @@ SystemInfo system_info() {
     if (!info.caches.empty()) info.caches += ", ";
     info.caches += name + " " + pretty_size(read_line(dir + "size"));
   }
+  if (info.caches.empty()) info.caches = sysconf_caches();
   return info;
 }
 

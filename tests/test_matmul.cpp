@@ -239,7 +239,9 @@ TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul
 
 TEST_CASE("matmul: 5 to 48 rows against a large B read in place, its rows prefetched", "[matmul]") {
   // From Kernels::gemm_prefetch_b_min_rows (5; AVX2 9) to 48 rows of a row-major A against a
-  // row-major B over half of L2 take GemmPath::prefetched (matmul/gemm.cpp) on the SIMD ISAs: the
+  // row-major B over half of L2 take GemmPath::prefetched (matmul/gemm.cpp) on the SIMD ISAs (on
+  // AMD up to Kernels::gemm_prefetch_b_many_rows, AVX-512 192 and AVX2 128, where B's rows are
+  // not a multiple of 4 KiB apart: gemm_prefetched_max_rows; the 97-, 128- and 192-row cases): the
   // threads split B's column panels (AVX-512 48 wide, AVX2 16, SSE2 8, NEON 12), each panel's rows
   // in near-equal groups of at most 8 (AVX-512, NEON) or 6 (AVX2, SSE2) rows, k in chunks of 256,
   // each applying alpha, the first also beta (the others add to C). Cases: 9 rows (groups 5 + 4),
@@ -256,21 +258,37 @@ TEST_CASE("matmul: 5 to 48 rows against a large B read in place, its rows prefet
       {24, 1030, 260, Transpose::no, Transpose::no, 2.0f, -0.5f, 1},
       {8, 1000, 1030, Transpose::no, Transpose::no, 1.0f, 1.0f, 2},
       {6, 4200, 130, Transpose::no, Transpose::no, 1.0f, 0.5f, 0},
+      {97, 1030, 300, Transpose::no, Transpose::no, 1.0f, 0.0f, 1},
+      {128, 1030, 260, Transpose::no, Transpose::no, -0.5f, 1.0f, 0},
+      {192, 1030, 140, Transpose::no, Transpose::no, 1.0f, 0.5f, 2},
   };
+  using attn::detail::GemmPath;
   for (attn::Isa isa : attn_test::test_isas()) {
     const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
     REQUIRE(kern != nullptr);
+    if (kern->gemm_prefetch_b == nullptr) continue;
+    // The row limit, from the shapes alone (B 5 MB, over half of any L2 here or under qemu):
+    // prefetched up to it, not one row past it; B's rows 8 KiB apart keep 48.
+    const attn::detail::GemmOperand a_big{nullptr, 600, 1}, b_big{nullptr, 2101, 1};
+    const std::size_t limit = attn::detail::gemm_prefetched_max_rows(*kern, b_big);
+    CHECK(limit >= 48);
+    CHECK(attn::detail::gemm_path(*kern, {limit, 2101, 600}, a_big, b_big) == GemmPath::prefetched);
+    CHECK(attn::detail::gemm_path(*kern, {limit + 1, 2101, 600}, a_big, b_big) !=
+          GemmPath::prefetched);
+    CHECK(attn::detail::gemm_prefetched_max_rows(*kern, {nullptr, 2048, 1}) == 48);
     for (const Case& cs : cases) {
       const attn::detail::GemmShape shape{cs.m, cs.n, cs.k};
       const attn::detail::GemmOperand a{nullptr, cs.k + cs.pad, 1}, b{nullptr, cs.n + cs.pad, 1};
-      if (kern->gemm_prefetch_b == nullptr ||
-          cs.k * cs.n * sizeof(float) <= attn::detail::cpu_info().l2_bytes / 2) {
-        continue;
-      }
+      if (cs.k * cs.n * sizeof(float) <= attn::detail::cpu_info().l2_bytes / 2) continue;
       INFO("isa " << attn::isa_name(isa) << " m " << cs.m << " n " << cs.n << " k " << cs.k);
-      CHECK(attn::detail::gemm_path(*kern, shape, a, b) == (cs.m >= kern->gemm_prefetch_b_min_rows
-                                                                ? attn::detail::GemmPath::prefetched
-                                                                : attn::detail::GemmPath::rows));
+      const GemmPath path = attn::detail::gemm_path(*kern, shape, a, b);
+      if (cs.m < kern->gemm_prefetch_b_min_rows) {
+        CHECK(path == GemmPath::rows);
+      } else if (cs.m <= attn::detail::gemm_prefetched_max_rows(*kern, b)) {
+        CHECK(path == GemmPath::prefetched);
+      } else {
+        CHECK(path != GemmPath::prefetched);
+      }
     }
   }
   run_across_threads(cases, {1, 2, 3}, 41);
@@ -284,7 +302,9 @@ TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[m
   // 1 MiB on every ISA's KC (128 on SSE2); on a CPU with a larger L2 these shapes run the Goto
   // path instead. Rows from 1 (an A^T with a stride past its row: with none, one row of A^T is a
   // row-major row and takes GemmPath::rows) to 49 (row-major A and B: fewer rows take
-  // GemmPath::prefetched); k of 130-600, so 2 to 5 KC passes on SSE2 (KC
+  // GemmPath::prefetched, on AMD more where B's rows are not a multiple of 4 KiB apart, so there
+  // 49 x 2048, rows 8 KiB apart, is the row-major case that takes this path); k of 130-600, so
+  // 2 to 5 KC passes on SSE2 (KC
   // 128) and 2 or 3 at k >= 300 on AVX2 (KC 256); last panels of
   // 52, 0, 38, 54, 40 columns of 64 (AVX-512); all four transposes; strides past the row; threads
   // 1, 2 and 3 bit-identical (gemm runs one thread below 2 MFLOP; each of these
@@ -294,6 +314,7 @@ TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[m
       {5, 2112, 300, Transpose::yes, Transpose::no, -0.5f, 1.0f, 3},
       {13, 2150, 140, Transpose::no, Transpose::yes, 1.0f, 1.0f, 1},
       {49, 2102, 130, Transpose::no, Transpose::no, 2.0f, -0.5f, 0},
+      {49, 2048, 130, Transpose::no, Transpose::no, 1.0f, 0.5f, 0},
       {7, 4200, 130, Transpose::yes, Transpose::yes, 1.0f, 0.0f, 2},
   };
   run_across_threads(cases, {1, 2, 3}, 31);

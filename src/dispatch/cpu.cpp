@@ -70,13 +70,20 @@ void read_model(CpuInfo* info) {
   }
 }
 
-bool is_intel() {
+bool vendor_is(const char* name) {
   const Regs r = cpuid(0);
   char vendor[13] = {};
   std::memcpy(vendor + 0, &r.b, 4);
   std::memcpy(vendor + 4, &r.d, 4);
   std::memcpy(vendor + 8, &r.c, 4);
-  return std::strcmp(vendor, "GenuineIntel") == 0;
+  return std::strcmp(vendor, name) == 0;
+}
+
+bool is_intel() {
+  return vendor_is("GenuineIntel");
+}
+bool is_amd() {
+  return vendor_is("AuthenticAMD");
 }
 
 CpuInfo detect() {
@@ -98,6 +105,7 @@ CpuInfo detect() {
   read_caches(&info);
   read_model(&info);
   info.l2_feeds_in_place_b = !is_intel();
+  info.prefetched_many_rows = is_amd();
   return info;
 }
 

@@ -22,6 +22,11 @@ struct CpuInfo {
   // 0.90x and 0.975x on AVX2 (bench/ab, 4 rounds). Other Intel CPUs are taken to be alike; CPUs
   // not measured (other vendors, AArch64) keep the rule first tuned on Zen 5.
   bool l2_feeds_in_place_b = true;
+  // Whether GemmPath::prefetched (a row-major B beyond L2 read in place, its rows prefetched)
+  // runs faster than packing B for up to Kernels::gemm_prefetch_b_many_rows rows rather than 48
+  // (matmul/gemm.cpp, use_prefetched). Measured per vendor: AMD Zen 5 yes, the Intel Xeon above
+  // no (64 rows 1.03x the time); other CPUs keep 48.
+  bool prefetched_many_rows = false;
   char model[64] = "unknown";
 };
 

@@ -193,6 +193,9 @@ struct Kernels {
   // gemm_prefetch_b_min_rows to a few dozen rows against a row-major B beyond L2; fewer take
   // gemm_rows); m >= 1. nullptr (and 0) on the scalar table.
   std::size_t gemm_prefetch_b_min_rows;
+  // Where CpuInfo::prefetched_many_rows, GemmPath::prefetched's row limit (if above its usual 48;
+  // 0: none).
+  std::size_t gemm_prefetch_b_many_rows;
   std::size_t gemm_prefetch_b_mr;
   std::size_t gemm_prefetch_b_nr;
   GemmDirectKernel gemm_prefetch_b;

@@ -16,7 +16,8 @@
 // GemmPath::prefetched: the direct tile's 6 x 16 (12 accumulators of 16 registers).
 #define ATTN_GEMM_PREFETCH_B_MR 6
 #define ATTN_GEMM_PREFETCH_B_NV 2
-#define ATTN_GEMM_PREFETCH_B_MIN_ROWS 9  // 5-8 rows: gemm_rows (see use_prefetched)
+#define ATTN_GEMM_PREFETCH_B_MIN_ROWS 9     // 5-8 rows: gemm_rows (see use_prefetched)
+#define ATTN_GEMM_PREFETCH_B_MANY_ROWS 128  // AMD: see use_prefetched
 // A pre-packed B: 6 x 16 on each packed sliver for up to ATTN_GEMM_SLIVER_MAX_ROWS rows
 // (gemm_prepacked_loop in matmul/gemm.cpp has the measurements).
 #define ATTN_GEMM_SLIVER_MR 6

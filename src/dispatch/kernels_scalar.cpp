@@ -42,6 +42,7 @@ const Kernels kScalarKernels = {
     0,
     0,
     0,
+    0,
     nullptr,
     0,
     0,

@@ -258,13 +258,22 @@ bool use_rows(const Kernels& kern, const GemmShape& s, const GemmOperand& a, con
 // against the streamed path); SSE2's 6 x 8: 5 rows 0.96x, 8 rows 0.89x, 16 0.93x, 48 1.00-1.02x.
 // NEON's 8 x 12 tile is not timed (no AArch64 hardware here); it starts at 5 rows as AVX-512's
 // tile of the same shape in registers does.
+// On AMD (CpuInfo::prefetched_many_rows) the tile beats packing for more rows, up to
+// Kernels::gemm_prefetch_b_many_rows, unless B's rows lie a multiple of 4 KiB apart (then
+// every row of a chunk maps to the same L1 sets). Zen 5, bench/ab-lib against the streamed path,
+// 9 pairs: AVX-512 64 x 2304 x 768 0.892x the time (two threads 0.888x), 96 rows 0.933x, 128 rows
+// 0.948x (0.662x), 160 0.954x, 192 0.964x (0.748x), 224 0.979x (0.853x), 256 1.011x (0.899x);
+// 128 x 768 x 768 0.909x, 128 x 768 x 3072 0.964x; AVX2 64 rows 0.856x (0.861x), 128 rows 0.953x
+// (0.945x), 192 rows 1.027x (1.031x); SSE2 64 rows 1.037x, 128 rows 1.067x (so 48); rows 12 or
+// 16 KiB apart, AVX-512: 64 x 3072 x 768 1.006x, 96 rows 1.250x, 128 rows 1.053x, 128 x 4096 x
+// 1024 1.054x (so 48).
 constexpr std::size_t kPrefetchedMaxRows = 48;
 constexpr std::size_t kPrefetchedKc = 256;
 
 bool use_prefetched(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
                     const GemmOperand& b) {
   return kern.gemm_prefetch_b != nullptr && a.cs == 1 && b.cs == 1 &&
-         s.m >= kern.gemm_prefetch_b_min_rows && s.m <= kPrefetchedMaxRows &&
+         s.m >= kern.gemm_prefetch_b_min_rows && s.m <= gemm_prefetched_max_rows(kern, b) &&
          s.k * s.n * sizeof(float) > cpu_info().l2_bytes / 2;
 }
 
@@ -282,6 +291,11 @@ bool one_direct_tile(const Kernels& kern, const GemmShape& s, const GemmOperand&
 }
 
 }  // namespace
+
+std::size_t gemm_prefetched_max_rows(const Kernels& kern, const GemmOperand& b) {
+  const bool many = cpu_info().prefetched_many_rows && b.rs * sizeof(float) % 4096 != 0;
+  return many ? std::max(kPrefetchedMaxRows, kern.gemm_prefetch_b_many_rows) : kPrefetchedMaxRows;
+}
 
 GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
                    const GemmOperand& b) {

@@ -29,6 +29,9 @@ enum class GemmPath { direct, wide_panels, packed, streamed, rows, prefetched };
 GemmPath gemm_path(const Kernels& kern, const GemmShape& shape, const GemmOperand& a,
                    const GemmOperand& b);
 
+// The most rows GemmPath::prefetched takes against this row-major B on this CPU.
+std::size_t gemm_prefetched_max_rows(const Kernels& kern, const GemmOperand& b);
+
 // Bytes of scratch gemm() needs for this shape and these operands on this many threads.
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
                                const GemmOperand& a, const GemmOperand& b);
