@@ -104,7 +104,9 @@ CpuInfo detect() {
   info.avx512 = info.avx2_fma && f && dq && bw && vl && zmm_saved;
   read_caches(&info);
   read_model(&info);
-  info.l2_feeds_in_place_b = !is_intel();
+  const bool intel = is_intel();
+  info.l2_feeds_in_place_b = !intel;
+  info.narrow_tile_split = intel;
   info.prefetched_many_rows = is_amd();
   return info;
 }

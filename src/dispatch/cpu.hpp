@@ -27,6 +27,11 @@ struct CpuInfo {
   // (matmul/gemm.cpp, use_prefetched). Measured per vendor: AMD Zen 5 yes, the Intel Xeon above
   // no (64 rows 1.03x the time); other CPUs keep 48.
   bool prefetched_many_rows = false;
+  // Whether the one-vector no-packing tile broadcasts once per FMA for a few rows
+  // (Kernels::gemm_direct_narrow_split) rather than in pairs of k steps with shuffles, which on
+  // Intel cores share ports with the FMAs. Measured per vendor (kernels_avx512.cpp): Intel yes,
+  // Zen 5 no; others keep the pairs.
+  bool narrow_tile_split = false;
   char model[64] = "unknown";
 };
 

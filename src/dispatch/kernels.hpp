@@ -167,6 +167,9 @@ struct Kernels {
   // The same, one vector wide (n <= gemm_direct_narrow_nr): for narrow matrices and last panels.
   std::size_t gemm_direct_narrow_nr;
   GemmDirectKernel gemm_direct_narrow;
+  // gemm_direct_narrow's contract and bits with one broadcast per FMA for calls of few rows (no
+  // shuffles), taken where CpuInfo::narrow_tile_split; nullptr where the ISA keeps one form.
+  GemmDirectKernel gemm_direct_narrow_split;
   // Packs k columns of up to gemm_direct_nr rows (B^T) into a gemm_direct_nr-wide panel, which
   // the no-packing kernels then read as a row-major B with ldb = gemm_direct_nr.
   PackKtKernel gemm_direct_pack_b_cols;

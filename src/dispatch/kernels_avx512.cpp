@@ -33,6 +33,14 @@
 #define ATTN_GEMM_DIRECT_MR 8
 #define ATTN_GEMM_DIRECT_NR 32
 #define ATTN_GEMM_DIRECT_PACK_B_COLS gemm_pack_b_cols_32
+// Narrow calls of at most 6 rows (the seed's 6 x 16 x 64) in gemm_direct_narrow_kernel's SPLIT
+// form where CpuInfo::narrow_tile_split (Intel). The same library alternating both in one
+// process (medians of 21-41 pairs), split over pairs: Intel Xeon of the README, 6 x 16 x 64
+// 0.91x the time, 6 x 16 x 256 0.91x, 6 x 16 x 1024 0.88x, 3 x 16 x 64 and 1 x 16 x 64 0.90x,
+// but 8 rows 1.01-1.04x (so 8 rows keep the pairs); Zen 5 the other way, the pairs over the
+// split form 6 x 16 x 64 0.882x the time (0.962x with the inputs 16 bytes past a line), 3 x 16 x 64
+// 0.914x, 1 x 16 x 64 0.899x, 6 x 16 x 1024 0.834x (bench/ab-lib, inputs on a line, 21 pairs).
+#define ATTN_GEMM_DIRECT_NARROW_SPLIT
 // And the 6 x 64 tile without packing, for the products use_direct_wide picks (matmul/gemm.cpp).
 #define ATTN_GEMM_DIRECT_WIDE_MR 6
 // GemmPath::prefetched: 8 x 48 (24 accumulators, 3 B vectors); see gemm_prefetch_b.

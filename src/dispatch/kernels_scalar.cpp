@@ -31,6 +31,7 @@ const Kernels kScalarKernels = {
     &scalar::gemm_direct_4x4,
     4,
     &scalar::gemm_direct_4x4,
+    nullptr,
     &scalar::pack_kt_4,
     0,
     nullptr,

@@ -332,9 +332,12 @@ void direct_tile(const Kernels& kern, bool wide, const GemmShape& s, float alpha
                  std::size_t ldb, std::size_t j0, float beta, float* c, std::size_t ldc,
                  const float* bias) {
   const std::size_t cols = std::min(wide ? kern.gemm_nr : kern.gemm_direct_nr, s.n - j0);
-  const GemmDirectKernel kernel = wide                                 ? kern.gemm_direct_wide
-                                  : cols <= kern.gemm_direct_narrow_nr ? kern.gemm_direct_narrow
-                                                                       : kern.gemm_direct;
+  const GemmDirectKernel kernel =
+      wide                                ? kern.gemm_direct_wide
+      : cols > kern.gemm_direct_narrow_nr ? kern.gemm_direct
+      : kern.gemm_direct_narrow_split != nullptr && cpu_info().narrow_tile_split
+          ? kern.gemm_direct_narrow_split
+          : kern.gemm_direct_narrow;
   kernel(s.k, a.data + i0 * a.rs, a.rs, bj, ldb, c + i0 * ldc + j0, ldc, alpha, beta, rows, cols,
          bias ? bias + j0 : nullptr);
 }

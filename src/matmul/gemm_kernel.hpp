@@ -485,15 +485,16 @@ inline void with_narrow_b(const float* b, std::size_t ldb, std::size_t n, const 
 
 // The one-vector-wide no-packing kernels, two accumulators per row (two independent chains,
 // summed at the end: the seed's 6 x 16 x 64 would otherwise be a chain of 64 dependent FMAs per
-// accumulator), in one of two ways:
+// accumulator), in one of two ways that compute the same bits (each column is the sum of its
+// even k steps' chain and its odd k steps' chain, added last):
 // - PAIRS, two k steps per FMA: each row's A pair (a[p], a[p+1]) is one 8-byte broadcast, B rows
 //   p and p+1 are interleaved by zip_lo/zip_hi, and add_pairs sums the two halves at the end.
 //   Against one broadcast per k step this halves the loads per FMA (a narrow tile does one load
 //   per FMA otherwise; 6 x 16 x 64 ran at 75% of the FMA rate on Zen 5).
 // - SPLIT, one broadcast per FMA: even k steps into one accumulator, odd steps into the other
 //   (-0 + -0 stays -0). More loads and no shuffles, which on AVX-512 Intel cores share ports 0
-//   and 5 with the FMAs: see ATTN_GEMM_DIRECT_NARROW_SPLIT_SMALL in
-//   matmul/gemm_kernel_14x32_avx512.cpp.
+//   and 5 with the FMAs: Kernels::gemm_direct_narrow_split, taken where
+//   CpuInfo::narrow_tile_split (measurements in dispatch/kernels_avx512.cpp).
 template <int MR, bool SPLIT>
 struct gemm_direct_narrow_kernel {
   template <class A>

@@ -11,14 +11,6 @@
 // GemmPath::prefetched: 8 x 48 (24 accumulators, 3 B vectors); see gemm_prefetch_b.
 #define ATTN_GEMM_PREFETCH_B_MR 8
 #define ATTN_GEMM_PREFETCH_B_NV 3
-// Narrow calls of at most 6 rows take gemm_direct_narrow_kernel's SPLIT form (one broadcast per
-// FMA, no shuffles): the same library alternating both in one process on the Intel Xeon of the
-// README (medians of 31-41 pairs), 6 x 16 x 64 0.91x the time of the pairs, 6 x 16 x 256 0.91x,
-// 6 x 16 x 1024 0.88x, 3 x 16 x 64 and 1 x 16 x 64 0.90x; but the 8-row tile took 1.01x
-// (8 x 16 x 64) and 1.04x (8 x 16 x 256), so it keeps the pairs. Zen 5, the split form against
-// the pairs (bench/ab-lib with inputs on a line and 16 bytes past one, 21 pairs): 6 x 16 x 64
-// 0.99-1.01x, 3 x 16 x 64 1.00x, 1 x 16 x 64 1.00x, 6 x 16 x 1024 1.00x: level, so one form.
-#define ATTN_GEMM_DIRECT_NARROW_SPLIT_SMALL 1
 #define ATTN_GEMM_KERNEL gemm_kernel_14x32
 // Its packed tile serves only the attention's scores, whose 56 x 128 tile stays in L1.
 #define ATTN_GEMM_PREFETCH_C 0

@@ -1,0 +1,164 @@
+// The one-vector-wide no-packing tile's two forms (Kernels::gemm_direct_narrow, in pairs of k
+// steps, and Kernels::gemm_direct_narrow_split, one broadcast per FMA), called directly: the
+// driver takes one or the other by CPU vendor (CpuInfo::narrow_tile_split), so each machine runs
+// only one of them through matmul; here both run on every ISA that has both. They must write the
+// same bits (each column is its even k steps' chain plus its odd steps' chain, in both; NaN
+// payloads aside, where both are NaN), and each must meet GemmDirectKernel's contract:
+// C = alpha A B + beta C + bias on m rows and n columns, nothing else written, beta == 0 never
+// reading C.
+//
+// Tolerance per element: (k + 2) u_f (|alpha| sum |a||b| + |beta c| + |bias|), u_f = FLT_EPSILON:
+// k products and sums in float, the alpha and beta products, the bias add.
+#include <catch2/catch.hpp>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "dispatch/kernels.hpp"
+#include "support/test_support.hpp"
+
+namespace {
+
+struct NarrowCase {
+  std::size_t m, n, k;
+  float alpha, beta;
+  bool bias;
+};
+
+std::uint32_t bits(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+}  // namespace
+
+TEST_CASE("the narrow no-packing tile's two forms write the same bits", "[matmul]") {
+  // m 1-8 (6, AVX-512's split limit, and 7-8, which both forms take in pairs), n one lane, a
+  // partial vector and a whole one, k odd (the pairs form's zero-padded last step) and even,
+  // short and deep; alpha, beta and bias in combinations (beta 0 over NaN in C).
+  std::vector<NarrowCase> cases;
+  for (std::size_t m = 1; m <= 8; ++m) {
+    for (std::size_t k : {1, 2, 3, 64, 65, 301}) {
+      cases.push_back({m, 0, k, 1.0f, 0.0f, false});
+      cases.push_back({m, 0, k, -0.5f, 1.0f, true});
+      cases.push_back({m, 0, k, 2.0f, -0.5f, false});
+    }
+  }
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  bool ran = false;
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    if (kern->gemm_direct_narrow_split == nullptr) continue;
+    ran = true;
+    const std::size_t lanes = kern->gemm_direct_narrow_nr;
+    for (std::size_t n : {std::size_t{1}, lanes - 1, lanes}) {
+      for (NarrowCase cs : cases) {
+        cs.n = n;
+        INFO("isa " << attn::isa_name(isa) << " m " << cs.m << " n " << cs.n << " k " << cs.k
+                    << " alpha " << cs.alpha << " beta " << cs.beta << " bias " << cs.bias);
+        // A with a row stride past k, B rows ldb = lanes + 3 apart, C with 4 columns past n and
+        // one row below m (those must stay as they were).
+        const std::size_t lda = cs.k + 5, ldb = lanes + 3, ldc = n + 4, c_rows = cs.m + 1;
+        std::vector<float> a(cs.m * lda), b(cs.k * ldb), bias(n), c0(c_rows * ldc);
+        for (float& x : a)
+          x = dist(rng);
+        for (float& x : b)
+          x = dist(rng);
+        for (float& x : bias)
+          x = dist(rng);
+        for (float& x : c0)
+          x = cs.beta == 0.0f ? attn_test::nan_f() : dist(rng);
+        std::vector<float> pairs = c0, split = c0;
+        const float* bias_p = cs.bias ? bias.data() : nullptr;
+        kern->gemm_direct_narrow(cs.k, a.data(), lda, b.data(), ldb, pairs.data(), ldc, cs.alpha,
+                                 cs.beta, cs.m, n, bias_p);
+        kern->gemm_direct_narrow_split(cs.k, a.data(), lda, b.data(), ldb, split.data(), ldc,
+                                       cs.alpha, cs.beta, cs.m, n, bias_p);
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < c_rows; ++i) {
+          for (std::size_t j = 0; j < ldc; ++j) {
+            const std::size_t e = i * ldc + j;
+            if (bits(pairs[e]) != bits(split[e]) && bad++ < 5) {
+              FAIL_CHECK("c(" << i << ", " << j << "): pairs " << pairs[e] << ", split "
+                              << split[e]);
+            }
+            if (i >= cs.m || j >= n) {
+              if (bits(pairs[e]) != bits(c0[e]) && bad++ < 5)
+                FAIL_CHECK("c(" << i << ", " << j << ") outside the tile changed");
+              continue;
+            }
+            double want = 0.0, mag = 0.0;
+            for (std::size_t p = 0; p < cs.k; ++p) {
+              const double prod = double(a[i * lda + p]) * double(b[p * ldb + j]);
+              want += prod;
+              mag += std::fabs(prod);
+            }
+            want *= cs.alpha;
+            mag *= std::fabs(double(cs.alpha));
+            if (cs.beta != 0.0f) {
+              want += double(cs.beta) * c0[e];
+              mag += std::fabs(double(cs.beta) * c0[e]);
+            }
+            if (cs.bias) {
+              want += bias[j];
+              mag += std::fabs(double(bias[j]));
+            }
+            const double tol = double(cs.k + 2) * FLT_EPSILON * mag + 1e-30;
+            if (!(std::fabs(double(pairs[e]) - want) <= tol) && bad++ < 5) {
+              FAIL_CHECK("c(" << i << ", " << j << ") = " << pairs[e] << ", reference " << want
+                              << ", tolerance " << tol);
+            }
+          }
+        }
+        CHECK(bad == 0);
+      }
+    }
+  }
+  // AVX-512 has both forms; elsewhere (or where the CPU lacks it) there is nothing to compare.
+  if (!ran) WARN("no ISA on this CPU has the split narrow tile");
+}
+
+TEST_CASE("the narrow tile's two forms agree on infinities, NaN and signed zeros", "[matmul]") {
+  // Special values in A and B: an infinite a[p] against a finite row, 0 x inf (NaN), a NaN, and
+  // sums of -0 (a -0 result stays -0 in both: the pairs form pads an odd k with -0, never 0).
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    if (kern->gemm_direct_narrow_split == nullptr) continue;
+    const std::size_t lanes = kern->gemm_direct_narrow_nr;
+    for (std::size_t k : {1, 2, 5, 6}) {
+      for (std::size_t m : {1, 6}) {
+        INFO("isa " << attn::isa_name(isa) << " m " << m << " k " << k);
+        const std::size_t lda = k, ldb = lanes, ldc = lanes;
+        std::vector<float> a(m * lda, -0.0f), b(k * ldb, 0.0f), c0(m * ldc, 7.0f);
+        a[0] = attn_test::inf_f();     // row 0: inf x b
+        b[0 * ldb + 1] = -0.0f;        // inf x -0 = NaN in column 1
+        b[0 * ldb + 2] = 1.0f;         // inf in column 2
+        if (m > 1) a[1 * lda] = 1.0f;  // row 1: column 3 NaN, the rest +0 sums
+        b[0 * ldb + 3] = attn_test::nan_f();
+        std::vector<float> pairs = c0, split = c0;
+        kern->gemm_direct_narrow(k, a.data(), lda, b.data(), ldb, pairs.data(), ldc, 1.0f, 0.0f, m,
+                                 lanes, nullptr);
+        kern->gemm_direct_narrow_split(k, a.data(), lda, b.data(), ldb, split.data(), ldc, 1.0f,
+                                       0.0f, m, lanes, nullptr);
+        for (std::size_t e = 0; e < pairs.size(); ++e) {
+          const bool both_nan = std::isnan(pairs[e]) && std::isnan(split[e]);
+          CHECK((both_nan || bits(pairs[e]) == bits(split[e])));
+        }
+        CHECK(std::isnan(pairs[1]));
+        CHECK(pairs[2] == attn_test::inf_f());
+        if (m > 1) {
+          CHECK(std::isnan(pairs[1 * ldc + 3]));
+          CHECK(bits(pairs[1 * ldc + 4]) == bits(0.0f));
+          CHECK(bits(pairs[2 * ldc + 4]) == bits(-0.0f));  // row 2: -0 x 0 throughout
+        }
+      }
+    }
+  }
+}
