@@ -249,9 +249,11 @@ TEST_CASE("matmul: 5 to 48 rows against a large B read in place, its rows prefet
   // of 512 (two whole chunks), 600, 260 (4 steps past the chunk), 1030 (5 chunks, the last of 6
   // steps) and 130 (one partial chunk); last panels of 22, 22, 22, 40 and 24 columns of 48 (AVX2
   // 6, 6, 6, 8 and 8 of 16); strides past the row; threads 1, 2 and 3 bit-identical. B: 2.1, 2.5,
-  // 1.07, 4.1 and 2.2 MB; all but the third are over half of the 4 MiB L2 that the emulators
-  // (qemu) report, so that the emulated CI runs (AVX2, SSE2, NEON) take the path too. Where B is
-  // over half of this CPU's L2 the test also requires that gemm_path names the path.
+  // 1.07, 4.1 and 2.2 MB for the first five, all but the third over half of the 4 MiB L2 that the
+  // emulators (qemu) report, so that the emulated CI runs (AVX2, SSE2, NEON) take the path too;
+  // 1.24, 1.07 and 0.58 MB for the AMD cases (over half of Zen 5's 1 MiB L2; the emulators, which
+  // report an Intel CPU, run them on the streamed path). Where B is over half of this CPU's L2 the
+  // test also requires that gemm_path names the path.
   const Case cases[] = {
       {9, 1030, 512, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {13, 1030, 600, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
@@ -267,11 +269,15 @@ TEST_CASE("matmul: 5 to 48 rows against a large B read in place, its rows prefet
     const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
     REQUIRE(kern != nullptr);
     if (kern->gemm_prefetch_b == nullptr) continue;
-    // The row limit, from the shapes alone (B 5 MB, over half of any L2 here or under qemu):
-    // prefetched up to it, not one row past it; B's rows 8 KiB apart keep 48.
+    // The row limit: 48, or on AMD the table's (AVX-512 192, AVX2 128, none on SSE2 and NEON)
+    // where B's rows are not a multiple of 4 KiB apart; then from the shapes alone (B 5 MB, over
+    // half of any L2 here or under qemu), prefetched up to it and not one row past it.
+    const std::size_t many = isa == attn::Isa::avx512 ? 192 : isa == attn::Isa::avx2 ? 128 : 0;
+    CHECK(kern->gemm_prefetch_b_many_rows == many);
     const attn::detail::GemmOperand a_big{nullptr, 600, 1}, b_big{nullptr, 2101, 1};
     const std::size_t limit = attn::detail::gemm_prefetched_max_rows(*kern, b_big);
-    CHECK(limit >= 48);
+    CHECK(limit ==
+          (attn::detail::cpu_info().prefetched_many_rows ? std::max<std::size_t>(48, many) : 48));
     CHECK(attn::detail::gemm_path(*kern, {limit, 2101, 600}, a_big, b_big) == GemmPath::prefetched);
     CHECK(attn::detail::gemm_path(*kern, {limit + 1, 2101, 600}, a_big, b_big) !=
           GemmPath::prefetched);
@@ -303,7 +309,8 @@ TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[m
   // path instead. Rows from 1 (an A^T with a stride past its row: with none, one row of A^T is a
   // row-major row and takes GemmPath::rows) to 49 (row-major A and B: fewer rows take
   // GemmPath::prefetched, on AMD more where B's rows are not a multiple of 4 KiB apart, so there
-  // 49 x 2048, rows 8 KiB apart, is the row-major case that takes this path); k of 130-600, so
+  // 49 x 2048, rows 8 KiB apart, is the row-major case that takes this path; its panel, 1 MiB on
+  // SSE2's KC, takes the Goto path on SSE2 where half of L2 is 1 MiB or more); k of 130-600, so
   // 2 to 5 KC passes on SSE2 (KC
   // 128) and 2 or 3 at k >= 300 on AVX2 (KC 256); last panels of
   // 52, 0, 38, 54, 40 columns of 64 (AVX-512); all four transposes; strides past the row; threads

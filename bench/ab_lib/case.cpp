@@ -24,7 +24,13 @@ struct Buffer {
   float* data() { return p; }
   void resize(std::size_t count) {
     const char* env = std::getenv("AB_LIB_OFFSET");
-    const std::size_t offset = env ? std::strtoul(env, nullptr, 10) / sizeof(float) : 0;
+    const long bytes = env ? std::strtol(env, nullptr, 10) : 0;
+    if (bytes < 0 || bytes > 4096 || bytes % sizeof(float) != 0) {
+      std::fprintf(stderr,
+                   "bench/ab-lib: AB_LIB_OFFSET must be 0 to 4096 bytes, a multiple of 4\n");
+      std::exit(2);
+    }
+    const std::size_t offset = static_cast<std::size_t>(bytes) / sizeof(float);
     store.assign(count + 16 + offset, 0.0f);
     const auto addr = reinterpret_cast<std::uintptr_t>(store.data());
     p = store.data() + ((64 - addr % 64) % 64) / sizeof(float) + offset;

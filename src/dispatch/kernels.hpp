@@ -197,7 +197,7 @@ struct Kernels {
   // gemm_rows); m >= 1. nullptr (and 0) on the scalar table.
   std::size_t gemm_prefetch_b_min_rows;
   // Where CpuInfo::prefetched_many_rows, GemmPath::prefetched's row limit (if above its usual 48;
-  // 0: none).
+  // 0: none) for a B whose rows are not a multiple of 4 KiB apart (gemm_prefetched_max_rows).
   std::size_t gemm_prefetch_b_many_rows;
   std::size_t gemm_prefetch_b_mr;
   std::size_t gemm_prefetch_b_nr;

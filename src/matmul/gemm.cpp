@@ -122,7 +122,8 @@ bool use_direct_wide(const Kernels& kern, const GemmShape& s, const GemmOperand&
 }
 
 // Which path a product takes (gemm_path). A few rows go to GemmPath::rows (use_rows), up to
-// 48 rows against a row-major B beyond half of L2 to GemmPath::prefetched (use_prefetched), and a
+// 48 rows (on AMD up to 192) against a row-major B beyond half of L2 to GemmPath::prefetched
+// (use_prefetched, gemm_prefetched_max_rows), and a
 // few hundred rows against a B too large for L2 to GemmPath::streamed (use_streamed); below,
 // the rest. Row-major A with a B that fits in half of L2 skips packing: the
 // direct kernel streams B from L2 at a fraction of the FMA rate and reads A rows from L1, so
@@ -232,9 +233,9 @@ bool use_rows(const Kernels& kern, const GemmShape& s, const GemmOperand& a, con
 }
 
 // GemmPath::prefetched: from Kernels::gemm_prefetch_b_min_rows (above the rows path) to
-// kPrefetchedMaxRows rows of a row-major A against a row-major B beyond half of L2 (a few
-// tokens' projections: a prefill chunk, a batch of decoding steps, speculative decoding),
-// computed by a register tile that reads B in place and prefetches its rows ahead
+// kPrefetchedMaxRows rows (more on AMD: below) of a row-major A against a row-major B beyond half
+// of L2 (a few tokens' projections: a prefill chunk, a batch of decoding steps, speculative
+// decoding), computed by a register tile that reads B in place and prefetches its rows ahead
 // (Kernels::gemm_prefetch_b): B is read from L3 or memory once, by the first group of rows of
 // each column panel, and no scratch is written. The streamed path packs each sliver of B first
 // (the packing's reads, rows ~9 KiB apart, waited on L3: half of 16 x 2304 x 768's samples) and
@@ -266,7 +267,9 @@ bool use_rows(const Kernels& kern, const GemmShape& s, const GemmOperand& a, con
 // 128 x 768 x 768 0.909x, 128 x 768 x 3072 0.964x; AVX2 64 rows 0.856x (0.861x), 128 rows 0.953x
 // (0.945x), 192 rows 1.027x (1.031x); SSE2 64 rows 1.037x, 128 rows 1.067x (so 48); rows 12 or
 // 16 KiB apart, AVX-512: 64 x 3072 x 768 1.006x, 96 rows 1.250x, 128 rows 1.053x, 128 x 4096 x
-// 1024 1.054x (so 48).
+// 1024 1.054x (so 48); but rows 2, 6, 10 or 14 KiB apart keep the tile (packing them instead
+// took 1.017-1.027x the time at 128 x 512 x 1024 and x 2048, 1.055-1.080x at 128 x 1536, 2560
+// and 3584 x 768 and 96 x 1536 x 768).
 constexpr std::size_t kPrefetchedMaxRows = 48;
 constexpr std::size_t kPrefetchedKc = 256;
 
