@@ -237,6 +237,26 @@ TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul
   run_across_threads(cases, {1, 2, 3}, 37);
 }
 
+TEST_CASE("matmul: gemm_path sends one no-packing tile to the direct path", "[matmul]") {
+  // gemm() and gemm_scratch_bytes take a product of at most gemm_direct_mr x gemm_direct_nr with
+  // row-major A and B, k <= 1024 and B within half of L2 straight to the direct tile
+  // (one_direct_tile in matmul/gemm.cpp) without asking gemm_path: its rules must agree.
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    for (std::size_t m = 1; m <= kern->gemm_direct_mr; ++m) {
+      for (std::size_t n : {std::size_t{1}, kern->gemm_direct_nr / 2 + 1, kern->gemm_direct_nr}) {
+        for (std::size_t k : {1, 64, 1024}) {
+          if (k * n * sizeof(float) > attn::detail::cpu_info().l2_bytes / 2) continue;
+          INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k);
+          const attn::detail::GemmOperand a{nullptr, k + 3, 1}, b{nullptr, n + 5, 1};
+          CHECK(attn::detail::gemm_path(*kern, {m, n, k}, a, b) == attn::detail::GemmPath::direct);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul: 5 to 48 rows against a large B read in place, its rows prefetched", "[matmul]") {
   // From Kernels::gemm_prefetch_b_min_rows (5; AVX2 9) to 48 rows of a row-major A against a
   // row-major B over half of L2 take GemmPath::prefetched (matmul/gemm.cpp) on the SIMD ISAs (on

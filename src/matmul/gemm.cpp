@@ -280,12 +280,13 @@ bool use_prefetched(const Kernels& kern, const GemmShape& s, const GemmOperand& 
          s.k * s.n * sizeof(float) > cpu_info().l2_bytes / 2;
 }
 
-// A product of one no-packing tile (the seed's 6 x 16 x 64), recognised before the rules of
-// gemm_path, whose answer for it is GemmPath::direct: not the rows path (n within one tile), not
-// the prefetched one (B within half of L2), and then direct (row-major A, k <= 1024, B within
-// half of L2, fewer than kMinPackedRows rows). A call of such a product takes tens of
-// nanoseconds, which the full rules, asked twice per call (scratch size and driver), added 10% to
-// on Zen 5 (bench/ab-lib against 8054628, which had one rule).
+// A product of one no-packing tile (the seed's 6 x 16 x 64), which gemm() and gemm_scratch_bytes
+// recognise before asking gemm_path, whose rules answer GemmPath::direct for it (tested in
+// test_matmul.cpp): not the rows path (n within one tile), not the prefetched one (B within half
+// of L2), and then direct (row-major A, k <= 1024, B within half of L2, fewer than
+// kMinPackedRows rows). A call of such a product takes tens of nanoseconds, which the full
+// rules, asked twice per call (scratch size and driver), added 10% to on Zen 5 (bench/ab-lib
+// against 8054628, which had one rule).
 bool one_direct_tile(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
                      const GemmOperand& b) {
   return a.cs == 1 && b.cs == 1 && s.m <= kern.gemm_direct_mr && s.m < kMinPackedRows &&
@@ -302,7 +303,6 @@ std::size_t gemm_prefetched_max_rows(const Kernels& kern, const GemmOperand& b) 
 
 GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
                    const GemmOperand& b) {
-  if (one_direct_tile(kern, s, a, b)) return GemmPath::direct;
   if (use_rows(kern, s, a, b)) return GemmPath::rows;
   if (use_prefetched(kern, s, a, b)) return GemmPath::prefetched;
   // use_streamed divides by MR and NR: asked only where the answer is a packing path.
