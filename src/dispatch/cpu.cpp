@@ -28,13 +28,34 @@ unsigned long long xgetbv0() {
   return (static_cast<unsigned long long>(hi) << 32) | lo;
 }
 
+bool vendor_is(const char* name) {
+  const Regs r = cpuid(0);
+  char vendor[13] = {};
+  std::memcpy(vendor + 0, &r.b, 4);
+  std::memcpy(vendor + 4, &r.d, 4);
+  std::memcpy(vendor + 8, &r.c, 4);
+  return std::strcmp(vendor, name) == 0;
+}
+
+bool is_intel() {
+  return vendor_is("GenuineIntel");
+}
+bool is_amd() {
+  return vendor_is("AuthenticAMD");
+}
+
+// Cache sizes from the deterministic cache parameters: leaf 4 (Intel) or 0x8000001D (AMD with
+// topoext). Where those say nothing (a hypervisor that hides topoext from an AMD guest: the Zen 5
+// KVM/PVM guest of the README, where leaf 4 reads zeros and attn ran with the defaults, 32 KiB
+// and 512 KiB, for its 48 KiB and 1 MiB until 2026-12-02), the extended leaves 0x80000005 (AMD: L1d
+// KiB in ECX[31:24]) and 0x80000006 (AMD and Intel: L2 KiB in ECX[31:16]; AMD: L3 in 512 KiB units
+// in EDX[31:18]) still do; glibc's sysconf reads them too.
 void read_caches(CpuInfo* info) {
-  // Deterministic cache parameters: leaf 4 (Intel) or 0x8000001D (AMD, with topoext).
   const unsigned max_ext = cpuid(0x80000000).a;
-  const bool amd = max_ext >= 0x8000001D && (cpuid(0x80000001).c & (1u << 22));
-  const unsigned leaf = amd ? 0x8000001D : 4;
-  if (!amd && cpuid(0).a < 4) return;
-  for (unsigned i = 0; i < 16; ++i) {
+  const bool topoext = max_ext >= 0x8000001D && (cpuid(0x80000001).c & (1u << 22));
+  const unsigned leaf = topoext ? 0x8000001D : 4;
+  bool l1d = false, l2 = false, l3 = false;
+  for (unsigned i = 0; i < 16 && (topoext || cpuid(0).a >= 4); ++i) {
     const Regs r = cpuid(leaf, i);
     const unsigned type = r.a & 0x1F;
     if (type == 0) break;
@@ -45,9 +66,27 @@ void read_caches(CpuInfo* info) {
     const std::size_t line = (r.b & 0xFFF) + 1;
     const std::size_t sets = static_cast<std::size_t>(r.c) + 1;
     const std::size_t bytes = ways * parts * line * sets;
-    if (level == 1) info->l1d_bytes = bytes;
-    if (level == 2) info->l2_bytes = bytes;
-    if (level == 3) info->l3_bytes = bytes;
+    if (level == 1) {
+      info->l1d_bytes = bytes;
+      l1d = true;
+    } else if (level == 2) {
+      info->l2_bytes = bytes;
+      l2 = true;
+    } else if (level == 3) {
+      info->l3_bytes = bytes;
+      l3 = true;
+    }
+  }
+  const bool amd = is_amd();
+  if (!l1d && amd && max_ext >= 0x80000005) {
+    const std::size_t kib = cpuid(0x80000005).c >> 24;
+    if (kib != 0) info->l1d_bytes = kib * 1024;
+  }
+  if ((!l2 || (!l3 && amd)) && max_ext >= 0x80000006) {
+    const Regs r = cpuid(0x80000006);
+    const std::size_t l2_kib = r.c >> 16, l3_units = r.d >> 18;
+    if (!l2 && l2_kib != 0) info->l2_bytes = l2_kib * 1024;
+    if (!l3 && amd && l3_units != 0) info->l3_bytes = l3_units * 512 * 1024;
   }
 }
 
@@ -68,22 +107,6 @@ void read_model(CpuInfo* info) {
   for (std::size_t n = std::strlen(info->model); n > 0 && info->model[n - 1] == ' '; --n) {
     info->model[n - 1] = '\0';
   }
-}
-
-bool vendor_is(const char* name) {
-  const Regs r = cpuid(0);
-  char vendor[13] = {};
-  std::memcpy(vendor + 0, &r.b, 4);
-  std::memcpy(vendor + 4, &r.d, 4);
-  std::memcpy(vendor + 8, &r.c, 4);
-  return std::strcmp(vendor, name) == 0;
-}
-
-bool is_intel() {
-  return vendor_is("GenuineIntel");
-}
-bool is_amd() {
-  return vendor_is("AuthenticAMD");
 }
 
 CpuInfo detect() {

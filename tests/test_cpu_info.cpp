@@ -1,0 +1,26 @@
+// CPU detection (dispatch/cpu.cpp): the cache sizes the GEMM's path rules and blocking read must
+// be the CPU's, not CpuInfo's defaults. glibc's sysconf reads the same cpuid leaves on its own
+// (leaf 4 or 2 on Intel, 0x80000005/6 on AMD), so where it answers the two must agree. Not under
+// an emulator: qemu's CPU models answer leaf 2 and leaf 4 with different L2 sizes.
+#include <catch2/catch.hpp>
+#include <cstddef>
+
+#if defined(__linux__) && (defined(__x86_64__) || defined(__i386__))
+#include <unistd.h>
+#endif
+
+#include "dispatch/cpu.hpp"
+
+TEST_CASE("cpu_info reads the cache sizes the OS reports", "[cpu]") {
+#if defined(__linux__) && (defined(__x86_64__) || defined(__i386__)) && \
+    defined(_SC_LEVEL1_DCACHE_SIZE) && !defined(ATTN_TEST_EMULATED)
+  const attn::detail::CpuInfo& cpu = attn::detail::cpu_info();
+  const long l1d = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  INFO("cpu_info: L1d " << cpu.l1d_bytes << " B, L2 " << cpu.l2_bytes << " B; sysconf: L1d " << l1d
+                        << " B, L2 " << l2 << " B (" << cpu.model << ")");
+  if (l1d > 0) CHECK(cpu.l1d_bytes == static_cast<std::size_t>(l1d));
+  if (l2 > 0) CHECK(cpu.l2_bytes == static_cast<std::size_t>(l2));
+#else
+  SUCCEED("no sysconf cache sizes to compare with here");
+#endif
+}
