@@ -269,7 +269,12 @@ bool use_rows(const Kernels& kern, const GemmShape& s, const GemmOperand& a, con
 // 16 KiB apart, AVX-512: 64 x 3072 x 768 1.006x, 96 rows 1.250x, 128 rows 1.053x, 128 x 4096 x
 // 1024 1.054x (so 48); but rows 2, 6, 10 or 14 KiB apart keep the tile (packing them instead
 // took 1.017-1.027x the time at 128 x 512 x 1024 and x 2048, 1.055-1.080x at 128 x 1536, 2560
-// and 3584 x 768 and 96 x 1536 x 768).
+// and 3584 x 768 and 96 x 1536 x 768). Those ran with the 512 KiB L2 default (dispatch/cpu.cpp),
+// where more than about 120 rows took the Goto path; with the 1 MiB read since, the streamed path
+// takes up to about 250, and the tile still leads it up to 192 (bench/ab-lib, 11 pairs, streamed
+// over the tile): 64 x 2304 x 768 1.090x the time (two threads 1.122x), 128 rows 1.042x (1.077x),
+// 144 1.032x, 160 1.019x (1.028x), 176 0.999x, 192 0.985x (1.012x), 192 x 768 x 768 1.020x
+// (1.031x), 192 x 768 x 3072 1.019x.
 constexpr std::size_t kPrefetchedMaxRows = 48;
 constexpr std::size_t kPrefetchedKc = 256;
 
