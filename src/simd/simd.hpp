@@ -567,7 +567,9 @@ inline void pack_rows_6(const float* src, std::size_t ld, std::size_t rows, std:
 // side by side, more streams than the hardware prefetchers followed on Zen 5, where the loads of
 // the transposes were the samples' peak. Zen 5, bench/ab-lib, 9-11 pairs: A B^T 128 x 2304 x 768
 // 0.879x the time (2 threads 0.985x), 16 x 2304 x 768 0.964x, 512 x 3072 x 768 0.976x, 1024^3
-// 0.989x; 2 blocks ahead 0.991x of 4, 8 blocks 1.019x. Not measured on the Intel Xeon.
+// 0.989x; 2 blocks ahead 0.991x of 4, 8 blocks 1.019x (those with the 512 KiB L2 default, in the
+// Goto path; in the streamed path, which the 1 MiB L2 gives that shape since fe611b5, removing
+// the prefetch took 1.071x the time, two threads 1.072x). Not measured on the Intel Xeon.
 template <int W>
 struct pack_t_kernel {
   template <class A>
