@@ -39,16 +39,18 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
   // five with B^T: rows of B^T as dot products (GemmPath::rows; at 4 x 2100 x 137 on 3 threads,
   // and 7 x 2100 x 150, over half of L2),
   // 70 x 130 x 300 packed, and 9 x 2100 x 300 packed one sliver at a time (GemmPath::streamed;
-  // 3 KC passes on SSE2, 2 on AVX2).
+  // 3 KC passes on SSE2, 2 on AVX2); 32 x 2100 x 300 and 64 x 2101 x 150 computed as C^T and
+  // written to C by Kernels::gemm_store_t (GemmPath::c_transposed; B^T over half of L2 here).
   const BiasCase cases[] = {
-      {67, 64, 300, 1.0f, 0.0f},        {64, 64, 193, -0.5f, 1.0f},
-      {70, 100, 300, 1.0f, 0.5f},       {70, 130, 1100, 1.0f, 0.0f},
-      {5, 16, 64, 2.0f, 0.0f},          {9, 2100, 300, -0.5f, 1.0f},
-      {1, 3000, 9, 1.0f, 0.0f},         {4, 100, 70, -0.5f, 1.0f},
-      {4, 2100, 270, 1.0f, 0.0f},       {6, 2100, 150, 1.0f, 0.5f},
-      {2, 100, 70, 1.0f, 0.0f, true},   {4, 2100, 137, -0.5f, 1.0f, true},
-      {70, 130, 300, 1.0f, 0.5f, true}, {9, 2100, 300, -0.5f, 1.0f, true},
-      {7, 2100, 150, 1.0f, 0.5f, true},
+      {67, 64, 300, 1.0f, 0.0f},         {64, 64, 193, -0.5f, 1.0f},
+      {70, 100, 300, 1.0f, 0.5f},        {70, 130, 1100, 1.0f, 0.0f},
+      {5, 16, 64, 2.0f, 0.0f},           {9, 2100, 300, -0.5f, 1.0f},
+      {1, 3000, 9, 1.0f, 0.0f},          {4, 100, 70, -0.5f, 1.0f},
+      {4, 2100, 270, 1.0f, 0.0f},        {6, 2100, 150, 1.0f, 0.5f},
+      {2, 100, 70, 1.0f, 0.0f, true},    {4, 2100, 137, -0.5f, 1.0f, true},
+      {70, 130, 300, 1.0f, 0.5f, true},  {9, 2100, 300, -0.5f, 1.0f, true},
+      {7, 2100, 150, 1.0f, 0.5f, true},  {32, 2100, 300, -0.5f, 1.0f, true},
+      {64, 2101, 150, 1.0f, 0.0f, true},
   };
 
   for (attn::Isa isa : attn_test::test_isas()) {

@@ -53,6 +53,11 @@ using GemmDirectKernel = void (*)(std::size_t k, const float* a, std::size_t lda
                                   std::size_t ldb, float* c, std::size_t ldc, float alpha,
                                   float beta, std::size_t m, std::size_t n, const float* bias);
 
+// Writes C (m x n, row stride ldc) from the transposed product CT (Kernels::gemm_store_t).
+using GemmStoreTKernel = void (*)(const float* ct, std::size_t ldct, float* c, std::size_t ldc,
+                                  float alpha, float beta, std::size_t m, std::size_t n,
+                                  const float* bias);
+
 // Tile sizes of the fused attention: bq query rows (a multiple of attention_mr) against bk keys
 // (a multiple of attention_nr); the derivation is beside each ISA's table.
 struct AttentionTiling {
@@ -211,6 +216,11 @@ struct Kernels {
   std::size_t gemm_sliver_mr;
   std::size_t gemm_sliver_call_rows;
   GemmDirectKernel gemm_prefetch_sliver;
+  // GemmPath::c_transposed's write of C from the transposed product CT (n x m, row stride ldct):
+  // C[i * ldc + j] = alpha * ct[j * ldct + i] + beta * C[i * ldc + j] (+ bias[j]) for i < m,
+  // j < n, with GemmUkernel's arithmetic (alpha * ct + bias, then + beta * C); beta == 0: C is not
+  // read. nullptr on the scalar table (which does not take that path).
+  GemmStoreTKernel gemm_store_t;
 
   // The fused attention's register tile, which may differ from the GEMM's (the GEMM's widest
   // tile would pad a head dimension of 80 to 128): S = scale * Q K^T by attention_scores (a

@@ -49,6 +49,7 @@ const Kernels kScalarKernels = {
     0,
     0,
     nullptr,
+    nullptr,
     4,
     4,
     &scalar::gemm_kernel_4x4,

@@ -285,6 +285,39 @@ bool use_prefetched(const Kernels& kern, const GemmShape& s, const GemmOperand& 
          s.k * s.n * sizeof(float) > cpu_info().l2_bytes / 2;
 }
 
+// GemmPath::c_transposed: A B^T (B^T's rows, k contiguous floats each: a weight stored
+// [out, in]) with a few dozen rows of A, B^T beyond half of L2. The streamed path packs B^T into
+// NR-wide slivers, a transpose of every element of B^T in 16 x 16 blocks from L3, for few rows to
+// run over each: at 16 rows the packing took about as long as the tiles. Instead the product runs
+// transposed, C^T = B^T op(A)^T: B^T's rows are the rows of the no-packing tiles' A, read in
+// place in memory order (one broadcast per element, each feeding m / lanes FMAs), op(A)^T
+// (k x round_up(m, 16) floats) is transposed once by Kernels::gemm_store_t (read in place where
+// op(A) is an A^T), and each thread's rows of C^T go in chunks within half of L1 (ct_chunk_rows)
+// to C's columns by gemm_store_t, which applies alpha, beta and the bias. Taken from one vector
+// of rows (fewer would leave lanes idle in every FMA; up to 8 take GemmPath::rows first) to
+// kCTransposedMaxRows, with at most a quarter of a vector of idle lanes in the last one, and
+// op(A)^T within L2 (every row block of C^T reads all of it). Zen 5, AVX-512, bench/ab-lib against
+// the streamed path, 11 pairs, time new/old: 16 x 2304 x 768 0.663x (two threads 0.668x), 28 rows
+// 0.871x, 32 rows 0.750x (0.783x), 48 rows 0.870x, 60 rows 0.950x, 64 rows 0.896x (0.920x),
+// 96 rows 0.929x, 108 rows 0.984x, 112 rows 0.970x, 124 rows 0.976x, 128 rows 0.968x (0.932x);
+// 16 x 768 x 768 0.669x, 64 x 768 x 768 0.896x, 16 x 3072 x 768 0.646x, 16 x 768 x 3072 0.522x,
+// 64 x 768 x 3072 0.876x (0.842x), 80 x 768 x 3072 0.974x, 64 x 4096 x 1024 0.893x. Not taken,
+// measured before the rules: 17 rows 1.158x (15 idle lanes), 20 rows 1.020x, 33 rows 1.117x,
+// 40 rows 1.001x, 56 rows 0.980x, 100 rows 1.052x, 120 rows 1.016x, 160 rows 0.957x, 192 rows
+// 0.975x (two threads 1.058x), 256 rows 1.024x, 128 x 768 x 3072 (op(A)^T 1.5 MiB) 1.111x (1.214x).
+// AVX2 (ATTN_ISA): 16 rows 0.714x, 64 rows 0.909x (0.922x), 128 rows 0.957x; SSE2: 12 rows
+// 0.738x, 16 rows 0.800x, 64 rows 0.971x (0.932x), 128 rows 1.014x. NEON not timed.
+constexpr std::size_t kCTransposedMaxRows = 128;
+
+bool use_c_transposed(const Kernels& kern, const GemmShape& s, const GemmOperand& b) {
+  const std::size_t lanes = kern.gemm_direct_narrow_nr, padded = round_up(s.m, lanes);
+  const CpuInfo& cpu = cpu_info();
+  return kern.gemm_store_t != nullptr && b.rs == 1 && b.cs != 1 && s.m >= lanes &&
+         s.m <= kCTransposedMaxRows && (padded - s.m) * 4 <= lanes &&
+         s.k * padded * sizeof(float) <= cpu.l2_bytes &&
+         s.k * s.n * sizeof(float) > cpu.l2_bytes / 2;
+}
+
 // A product of one no-packing tile (the seed's 6 x 16 x 64), which gemm() and gemm_scratch_bytes
 // recognise before asking gemm_path, whose rules answer GemmPath::direct for it (tested in
 // test_matmul.cpp): not the rows path (n within one tile), not the prefetched one (B within half
@@ -309,6 +342,7 @@ std::size_t gemm_prefetched_max_rows(const Kernels& kern, const GemmOperand& b) 
 GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
                    const GemmOperand& b) {
   if (use_rows(kern, s, a, b)) return GemmPath::rows;
+  if (use_c_transposed(kern, s, b)) return GemmPath::c_transposed;
   if (use_prefetched(kern, s, a, b)) return GemmPath::prefetched;
   // use_streamed divides by MR and NR: asked only where the answer is a packing path.
   const auto packed = [&] { return use_streamed(kern, s) ? GemmPath::streamed : GemmPath::packed; };
@@ -330,6 +364,15 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a
 
 namespace {
 
+// The no-packing tile for a panel of `cols` <= gemm_direct_nr columns: the narrow one where they
+// fit one vector.
+GemmDirectKernel direct_kernel(const Kernels& kern, std::size_t cols) {
+  if (cols > kern.gemm_direct_narrow_nr) return kern.gemm_direct;
+  return kern.gemm_direct_narrow_split != nullptr && cpu_info().narrow_tile_split
+             ? kern.gemm_direct_narrow_split
+             : kern.gemm_direct_narrow;
+}
+
 // One no-packing tile: C rows [i0, i0 + rows) x columns [j0, j0 + NR) (cut at n), B's column j0
 // at bj with row stride ldb; a last panel at most one vector wide takes the narrow kernel, and
 // `wide` the wide tile (NR = gemm_nr, see use_direct_wide), which takes any number of rows: one
@@ -340,12 +383,7 @@ void direct_tile(const Kernels& kern, bool wide, const GemmShape& s, float alpha
                  std::size_t ldb, std::size_t j0, float beta, float* c, std::size_t ldc,
                  const float* bias) {
   const std::size_t cols = std::min(wide ? kern.gemm_nr : kern.gemm_direct_nr, s.n - j0);
-  const GemmDirectKernel kernel =
-      wide                                ? kern.gemm_direct_wide
-      : cols > kern.gemm_direct_narrow_nr ? kern.gemm_direct
-      : kern.gemm_direct_narrow_split != nullptr && cpu_info().narrow_tile_split
-          ? kern.gemm_direct_narrow_split
-          : kern.gemm_direct_narrow;
+  const GemmDirectKernel kernel = wide ? kern.gemm_direct_wide : direct_kernel(kern, cols);
   kernel(s.k, a.data + i0 * a.rs, a.rs, bj, ldb, c + i0 * ldc + j0, ldc, alpha, beta, rows, cols,
          bias ? bias + j0 : nullptr);
 }
@@ -547,6 +585,60 @@ void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float a
   });
 }
 
+// GemmPath::c_transposed (see use_c_transposed): C^T's rows per thread in chunks whose m
+// columns (row stride c_transposed_ld) fill at most half of L1, a whole number of tiles; op(A)^T
+// row-major with the same row stride (read in place where op(A) is A^T with rows of k floats).
+std::size_t c_transposed_ld(const GemmShape& s) {
+  return round_up(s.m, 16);
+}
+std::size_t ct_chunk_rows(const Kernels& kern, const GemmShape& s) {
+  const std::size_t rows = cpu_info().l1d_bytes / 2 / (c_transposed_ld(s) * sizeof(float));
+  return std::max(kern.gemm_direct_mr, rows / kern.gemm_direct_mr * kern.gemm_direct_mr);
+}
+std::size_t c_transposed_at_floats(const GemmShape& s, const GemmOperand& a) {
+  return a.rs == 1 ? 0 : s.k * c_transposed_ld(s);
+}
+
+void gemm_c_transposed(const Kernels& kern, int threads, const GemmShape& s, float alpha,
+                       const GemmOperand& a, const GemmOperand& b, float beta, float* c,
+                       std::size_t ldc, const float* bias, float* scratch) {
+  const GemmOperand bt{b.data, b.cs, b.rs};  // op(B)^T: n x k, row-major (b.rs == 1)
+  const std::size_t mr = kern.gemm_direct_mr, nr = kern.gemm_direct_nr;
+  const bool in_place = a.rs == 1;  // op(A)^T is row-major: k x m, row stride a.cs
+  const std::size_t ld = c_transposed_ld(s), chunk = ct_chunk_rows(kern, s);
+  float* at = scratch;
+  const float* at_rows = in_place ? a.data : at;
+  const std::size_t ldat = in_place ? a.cs : ld;
+  float* ct_bufs = scratch + c_transposed_at_floats(s, a);
+  const std::size_t blocks = (s.n + mr - 1) / mr;
+  run_parallel(threads, [&](int t, int nt) {
+    std::size_t begin, end;
+    if (!in_place) {  // op(A)^T's rows [begin, end): the columns of A's rows, transposed
+      static_range(s.k, t, nt, &begin, &end);
+      if (begin < end) {
+        kern.gemm_store_t(a.data + begin, a.rs, at + begin * ld, ld, 1.0f, 0.0f, end - begin, s.m,
+                          nullptr);
+      }
+      barrier(nt);
+    }
+    static_range(blocks, t, nt, &begin, &end);
+    float* ct = ct_bufs + static_cast<std::size_t>(t) * chunk * ld;
+    const std::size_t stop = std::min(end * mr, s.n);
+    for (std::size_t r0 = begin * mr; r0 < stop; r0 += chunk) {
+      const std::size_t r1 = std::min(r0 + chunk, stop);
+      for (std::size_t i0 = r0; i0 < r1; i0 += mr) {
+        const std::size_t rows = std::min(mr, r1 - i0);
+        for (std::size_t j0 = 0; j0 < s.m; j0 += nr) {
+          const std::size_t cols = std::min(nr, s.m - j0);
+          direct_kernel(kern, cols)(s.k, bt.data + i0 * bt.rs, bt.rs, at_rows + j0, ldat,
+                                    ct + (i0 - r0) * ld + j0, ld, 1.0f, 0.0f, rows, cols, nullptr);
+        }
+      }
+      kern.gemm_store_t(ct, ld, c + r0, ldc, alpha, beta, s.m, r1 - r0, bias ? bias + r0 : nullptr);
+    }
+  });
+}
+
 // GemmPath::rows (see use_rows): columns of C in runs of kRowsColumns split among the threads,
 // each thread's run in blocks of its kRowsAccFloats of scratch.
 void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha,
@@ -728,6 +820,12 @@ std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape
     return direct_packs_b(b) ? shape.k * round_up(shape.n, kern.gemm_direct_nr) * sizeof(float) : 0;
   }
   if (path == GemmPath::prefetched) return 0;
+  if (path == GemmPath::c_transposed) {
+    return (c_transposed_at_floats(shape, a) + static_cast<std::size_t>(threads) *
+                                                   ct_chunk_rows(kern, shape) *
+                                                   c_transposed_ld(shape)) *
+           sizeof(float);
+  }
   if (path == GemmPath::rows) {
     return static_cast<std::size_t>(threads) * kRowsAccFloats * sizeof(float);
   }
@@ -766,6 +864,11 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
   }
   if (path == GemmPath::prefetched) {
     gemm_prefetched(kern, threads, s, alpha, a, b, beta, c, ldc, bias);
+    return;
+  }
+  if (path == GemmPath::c_transposed) {
+    gemm_c_transposed(kern, threads, s, alpha, a, b, beta, c, ldc, bias,
+                      static_cast<float*>(scratch));
     return;
   }
   if (path == GemmPath::rows) {

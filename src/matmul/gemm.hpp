@@ -23,9 +23,10 @@ struct GemmShape {
 
 // The path gemm() takes (matmul/gemm.cpp says which products each serves): the no-packing
 // tiles, op(B) packed into the wide tile's panels, the Goto loop nest, B packed one sliver at a
-// time, a few rows read row after row, or B read in place with its rows prefetched. It depends
-// on the shape, the operands' layout and the CPU's caches, never on the thread count.
-enum class GemmPath { direct, wide_panels, packed, streamed, rows, prefetched };
+// time, a few rows read row after row, B read in place with its rows prefetched, or a B^T read in
+// place as the rows of the transposed product. It depends on the shape, the operands' layout and
+// the CPU's caches, never on the thread count.
+enum class GemmPath { direct, wide_panels, packed, streamed, rows, prefetched, c_transposed };
 GemmPath gemm_path(const Kernels& kern, const GemmShape& shape, const GemmOperand& a,
                    const GemmOperand& b);
 

@@ -49,6 +49,8 @@ namespace attn::detail {
   void gemm_prefetch_b(std::size_t k, const float* a, std::size_t lda, const float* b,             \
                        std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,        \
                        std::size_t m, std::size_t n, const float* bias);                           \
+  void gemm_store_t(const float* ct, std::size_t ldct, float* c, std::size_t ldc, float alpha,     \
+                    float beta, std::size_t m, std::size_t n, const float* bias);                  \
   }
 
 ATTN_DECLARE_GEMM_TILE(sse2, gemm_kernel_4x8, gemm_pack_a_4, gemm_pack_a_cols_4, gemm_pack_b_rows_8,
