@@ -95,7 +95,10 @@ inline constexpr MatmulShape kMatmulShapes[] = {
     {"matmul", 128, 2304, 768, false, q1 | two, true},
     {"matmul", 16, 2304, 768, false, one, true},
     {"matmul", 1, 2304, 768, false, q1, true},
-    {"matmul_nt", 1, 2304, 768, true, q1, true},  // the same with W stored [out, in], x·Wᵀ
+    // The same with W stored [out, in] (PyTorch's Linear), x·Wᵀ.
+    {"matmul_nt", 128, 2304, 768, true, two, true},
+    {"matmul_nt", 16, 2304, 768, true, one, true},
+    {"matmul_nt", 1, 2304, 768, true, q1, true},
 };
 inline constexpr std::size_t kExpSize = 4096;  // floats: 16 KiB in, 16 KiB out, in L1
 inline constexpr float kExpLo = -80.0f, kExpHi = 80.0f;
