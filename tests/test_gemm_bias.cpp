@@ -40,7 +40,8 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
   // and 7 x 2100 x 150, over half of L2),
   // 70 x 130 x 300 packed, and 9 x 2100 x 300 packed one sliver at a time (GemmPath::streamed;
   // 3 KC passes on SSE2, 2 on AVX2); 32 x 2100 x 300 and 64 x 2101 x 150 computed as C^T and
-  // written to C by Kernels::gemm_store_t (GemmPath::c_transposed; B^T over half of L2 here).
+  // written to C by Kernels::gemm_store_t (GemmPath::c_transposed where B^T, 2.5 and 1.3 MB, is
+  // over half of L2: the first under qemu's 4 MiB too).
   const BiasCase cases[] = {
       {67, 64, 300, 1.0f, 0.0f},         {64, 64, 193, -0.5f, 1.0f},
       {70, 100, 300, 1.0f, 0.5f},        {70, 130, 1100, 1.0f, 0.0f},

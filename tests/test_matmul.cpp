@@ -349,29 +349,34 @@ TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[m
 
 TEST_CASE("matmul: A B^T with a few dozen rows, computed as its transpose", "[matmul]") {
   // A B^T with B^T over half of L2, from one vector of rows (Kernels::gemm_direct_narrow_nr:
-  // AVX-512 16, AVX2 8, SSE2 and NEON 4; past GemmPath::rows' 8 rows) to 128, at most a quarter of a vector of idle lanes in
-  // the last one, and op(A)^T (k x round_up(m, 16)) within L2, takes GemmPath::c_transposed
-  // (matmul/gemm.cpp) on the SIMD ISAs: C^T = B^T op(A)^T by the no-packing tiles with B^T's rows
-  // read in place, op(A)^T transposed once by Kernels::gemm_store_t (or read in place where op(A)
-  // is an A^T), C^T's rows in chunks within half of L1 written to C's columns by gemm_store_t.
-  // Cases: one vector (16 rows), 64 rows with n and k odd (a last partial row block of 5 and a k
-  // tail), 128 rows (the limit), 60 rows (4 idle lanes on AVX-512), an A^T (read in place) with a
-  // stride past its row, and 4200 columns (C^T in 22 chunks of 192 rows at 32 rows on AVX-512
-  // with a 48 KiB L1); alpha 1 with beta 0, alpha and beta other than 0 and 1; strides past the
-  // row; threads 1, 2 and 3 bit-identical. B^T: 2.5 MB (2.2 MB for the last), over half of the
-  // 4 MiB L2 that the emulators report, so the emulated CI runs take the path too. The test also
-  // requires that gemm_path names the path for these, and not one row past the limit, below one
-  // vector, with more idle lanes, nor with op(A)^T beyond L2.
+  // AVX-512 16, AVX2 8, SSE2 and NEON 4) and more than gemm_rows_t_max (8) to 128, at most a
+  // quarter of a vector of idle lanes in the last one, and op(A)^T (k x round_up(m, 16) floats)
+  // within L2, takes GemmPath::c_transposed (matmul/gemm.cpp) on the SIMD ISAs: C^T = B^T op(A)^T
+  // by the no-packing tiles with B^T's rows read in place, op(A)^T transposed once by
+  // Kernels::gemm_store_t (read in place where op(A) is an A^T), C^T's rows in chunks within half
+  // of L1 written to C's columns by gemm_store_t. Cases: one vector (16 rows), 64 rows with n and
+  // k odd (a last row block of 5 rows of C^T on AVX-512 and NEON, 1 on AVX2 and SSE2), 128 rows
+  // (the limit), 60 rows (4 idle lanes on AVX-512), an A^T (read in place) with a stride past
+  // its row, and 4200 columns (C^T in 22 chunks of 192 rows at 32 rows on AVX-512 with a 48 KiB
+  // L1); alpha 1 with beta 0, alpha and beta other than 0 and 1; strides past the row; threads
+  // 1, 2 and 3 bit-identical. B^T: 2.5 MB (2.2 MB for the last), over half of the 4 MiB L2 that
+  // qemu's x86 models report, so the emulated x86 CI runs take the path too. The test also
+  // requires that gemm_path names the path for these where the rule holds on this CPU, and not
+  // one row past the limit, below one vector, with more idle lanes, nor with op(A)^T beyond L2.
   const Case cases[] = {
       {16, 2100, 300, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
       {64, 2101, 301, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
       {128, 2100, 300, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1},
       {60, 2100, 300, Transpose::no, Transpose::yes, 1.0f, 0.5f, 2},
-      {48, 2100, 300, Transpose::yes, Transpose::yes, 1.0f, 0.0f, 1},
+      {48, 2100, 300, Transpose::yes, Transpose::yes, -0.5f, 0.5f, 1},
       {32, 4200, 130, Transpose::no, Transpose::yes, -0.5f, 0.0f, 0},
   };
   using attn::detail::GemmOperand;
   using attn::detail::GemmPath;
+  const std::size_t l2 = attn::detail::cpu_info().l2_bytes;
+  const auto at_fits_l2 = [l2](std::size_t m, std::size_t k) {
+    return k * ((m + 15) / 16 * 16) * sizeof(float) <= l2;
+  };
   for (attn::Isa isa : attn_test::test_isas()) {
     const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
     REQUIRE(kern != nullptr);
@@ -381,17 +386,16 @@ TEST_CASE("matmul: A B^T with a few dozen rows, computed as its transpose", "[ma
                                      GemmOperand{nullptr, 1, k + 1});
     };
     INFO("isa " << attn::isa_name(isa));
-    const std::size_t l2 = attn::detail::cpu_info().l2_bytes;
-    const std::size_t big_k = 300, big_n = l2 / sizeof(float) / big_k + 1;  // B^T over L2
-    if (kern->gemm_store_t == nullptr) {                                    // the scalar table
+    const std::size_t big_k = 64, big_n = l2 / sizeof(float) / big_k + 1;  // B^T over L2
+    if (kern->gemm_store_t == nullptr) {                                   // the scalar table
       CHECK(path(64, big_n, big_k) != GemmPath::c_transposed);
       continue;
     }
-    // At most Kernels::gemm_rows_t_max rows take GemmPath::rows first (AVX2, SSE2, NEON).
+    // 8 rows and fewer take GemmPath::rows first (AVX2, SSE2, NEON).
     const std::size_t first =
         lanes > kern->gemm_rows_t_max ? lanes : (kern->gemm_rows_t_max / lanes + 1) * lanes;
     CHECK(path(first, big_n, big_k) == GemmPath::c_transposed);
-    CHECK(path(128, big_n, big_k) == GemmPath::c_transposed);
+    CHECK(path(128, big_n, big_k) == GemmPath::c_transposed);  // op(A)^T 32 KiB
     CHECK(path(129, big_n, big_k) != GemmPath::c_transposed);
     CHECK(path(lanes - 1, big_n, big_k) != GemmPath::c_transposed);
     CHECK(path(lanes + 1, big_n, big_k) != GemmPath::c_transposed);  // lanes - 1 idle
@@ -401,7 +405,10 @@ TEST_CASE("matmul: A B^T with a few dozen rows, computed as its transpose", "[ma
     CHECK(path(128, big_n, deep_k) != GemmPath::c_transposed);
     CHECK(path(64, l2 / 2 / sizeof(float) / big_k, big_k) != GemmPath::c_transposed);
     for (const Case& cs : cases) {
-      if (cs.k * cs.n * sizeof(float) <= l2 / 2 || cs.ta == Transpose::yes) continue;
+      if (cs.k * cs.n * sizeof(float) <= l2 / 2 || cs.ta == Transpose::yes ||
+          !at_fits_l2(cs.m, cs.k)) {
+        continue;
+      }
       INFO("m " << cs.m << " n " << cs.n << " k " << cs.k);
       const std::size_t padded = (cs.m + lanes - 1) / lanes * lanes;
       if ((padded - cs.m) * 4 > lanes) continue;

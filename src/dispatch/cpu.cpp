@@ -77,7 +77,7 @@ void read_caches(CpuInfo* info) {
       l3 = true;
     }
   }
-  const bool amd = is_amd();
+  const bool amd = is_amd() || vendor_is("HygonGenuine");  // Hygon: AMD's leaves (glibc alike)
   if (!l1d && amd && max_ext >= 0x80000005) {
     const std::size_t kib = cpuid(0x80000005).c >> 24;
     if (kib != 0) info->l1d_bytes = kib * 1024;

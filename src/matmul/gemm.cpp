@@ -290,31 +290,33 @@ bool use_prefetched(const Kernels& kern, const GemmShape& s, const GemmOperand& 
 // NR-wide slivers, a transpose of every element of B^T in 16 x 16 blocks from L3, for few rows to
 // run over each: at 16 rows the packing took about as long as the tiles. Instead the product runs
 // transposed, C^T = B^T op(A)^T: B^T's rows are the rows of the no-packing tiles' A, read in
-// place in memory order (one broadcast per element, each feeding m / lanes FMAs), op(A)^T
-// (k x round_up(m, 16) floats) is transposed once by Kernels::gemm_store_t (read in place where
-// op(A) is an A^T), and each thread's rows of C^T go in chunks within half of L1 (ct_chunk_rows)
-// to C's columns by gemm_store_t, which applies alpha, beta and the bias. Taken from one vector
-// of rows (fewer would leave lanes idle in every FMA; up to 8 take GemmPath::rows first) to
-// kCTransposedMaxRows, with at most a quarter of a vector of idle lanes in the last one, and
-// op(A)^T within L2 (every row block of C^T reads all of it). Zen 5, AVX-512, bench/ab-lib against
-// the streamed path, 11 pairs, time new/old: 16 x 2304 x 768 0.663x (two threads 0.668x), 28 rows
-// 0.871x, 32 rows 0.750x (0.783x), 48 rows 0.870x, 60 rows 0.950x, 64 rows 0.896x (0.920x),
-// 96 rows 0.929x, 108 rows 0.984x, 112 rows 0.970x, 124 rows 0.976x, 128 rows 0.968x (0.932x);
-// 16 x 768 x 768 0.669x, 64 x 768 x 768 0.896x, 16 x 3072 x 768 0.646x, 16 x 768 x 3072 0.522x,
-// 64 x 768 x 3072 0.876x (0.842x), 80 x 768 x 3072 0.974x, 64 x 4096 x 1024 0.893x. Not taken,
-// measured before the rules: 17 rows 1.158x (15 idle lanes), 20 rows 1.020x, 33 rows 1.117x,
-// 40 rows 1.001x, 56 rows 0.980x, 100 rows 1.052x, 120 rows 1.016x, 160 rows 0.957x, 192 rows
-// 0.975x (two threads 1.058x), 256 rows 1.024x, 128 x 768 x 3072 (op(A)^T 1.5 MiB) 1.111x (1.214x).
-// AVX2 (ATTN_ISA): 16 rows 0.714x, 64 rows 0.909x (0.922x), 128 rows 0.957x; SSE2: 12 rows
-// 0.738x, 16 rows 0.800x, 64 rows 0.971x (0.932x), 128 rows 1.014x. NEON not timed.
+// place in memory order (each element broadcast once per gemm_direct_nr-wide column panel of
+// C^T, once at 32 rows on AVX-512), op(A)^T (k x round_up(m, 16) floats) is transposed once by
+// Kernels::gemm_store_t (read in place where op(A) is an A^T), and each thread's rows of C^T go
+// in chunks within half of L1 (ct_chunk_rows) to C's columns by gemm_store_t, which applies
+// alpha, beta and the bias. Taken from one vector of rows (fewer would leave lanes idle in every
+// FMA) and more than Kernels::gemm_rows_t_max (8 and fewer keep GemmPath::rows or the streamed
+// path, whichever layout A has) to kCTransposedMaxRows, with at most a quarter of a vector of
+// idle lanes in the last one, and op(A)^T within L2 (every row block of C^T reads all of it). Zen
+// 5, AVX-512, bench/ab-lib against the streamed path, 11 pairs, time new/old: 16 x 2304 x 768
+// 0.663x (two threads 0.668x), 28 rows 0.871x, 32 rows 0.750x (0.783x), 48 rows 0.870x, 60 rows
+// 0.950x, 64 rows 0.896x (0.920x), 96 rows 0.929x, 108 rows 0.984x, 112 rows 0.970x, 124 rows
+// 0.976x, 128 rows 0.968x (0.932x); 16 x 768 x 768 0.669x, 64 x 768 x 768 0.896x, 16 x 3072 x 768
+// 0.646x, 16 x 768 x 3072 0.522x, 64 x 768 x 3072 0.876x (0.842x), 80 x 768 x 3072 0.974x, 64 x
+// 4096 x 1024 0.893x. Not taken, measured before the rules: 17 rows 1.158x (15 idle lanes), 20
+// rows 1.020x, 33 rows 1.117x, 40 rows 1.001x, 56 rows 0.980x, 100 rows 1.052x, 120 rows 1.016x,
+// 160 rows 0.957x, 192 rows 0.975x (two threads 1.058x), 256 rows 1.024x, 128 x 768 x 3072
+// (op(A)^T 1.5 MiB) 1.111x (1.214x). AVX2 (ATTN_ISA): 16 rows 0.714x, 64 rows 0.909x (0.922x), 128
+// rows 0.957x; SSE2: 12 rows 0.738x, 16 rows 0.800x, 64 rows 0.971x (0.932x), 128 rows 1.014x. Not
+// timed on NEON nor on the Intel Xeon of the README.
 constexpr std::size_t kCTransposedMaxRows = 128;
 
 bool use_c_transposed(const Kernels& kern, const GemmShape& s, const GemmOperand& b) {
   const std::size_t lanes = kern.gemm_direct_narrow_nr, padded = round_up(s.m, lanes);
   const CpuInfo& cpu = cpu_info();
   return kern.gemm_store_t != nullptr && b.rs == 1 && b.cs != 1 && s.m >= lanes &&
-         s.m <= kCTransposedMaxRows && (padded - s.m) * 4 <= lanes &&
-         s.k * padded * sizeof(float) <= cpu.l2_bytes &&
+         s.m > kern.gemm_rows_t_max && s.m <= kCTransposedMaxRows && (padded - s.m) * 4 <= lanes &&
+         s.k * round_up(s.m, 16) * sizeof(float) <= cpu.l2_bytes &&
          s.k * s.n * sizeof(float) > cpu.l2_bytes / 2;
 }
 
@@ -587,7 +589,8 @@ void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float a
 
 // GemmPath::c_transposed (see use_c_transposed): C^T's rows per thread in chunks whose m
 // columns (row stride c_transposed_ld) fill at most half of L1, a whole number of tiles; op(A)^T
-// row-major with the same row stride (read in place where op(A) is A^T with rows of k floats).
+// transposed into k rows of the same stride (read in place where op(A) is an A^T: k rows of m
+// floats, row stride a.cs).
 std::size_t c_transposed_ld(const GemmShape& s) {
   return round_up(s.m, 16);
 }
