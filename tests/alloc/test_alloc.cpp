@@ -231,8 +231,9 @@ constexpr float kSentinel = 4321.0f;
 
 // The problems, built once; run(ctx) makes one call of each routine.
 struct Workload {
-  // matmul: 97 x 83 x 61, both transposes, alpha and beta.
-  std::vector<float> a, b, c;
+  // matmul: 97 x 83 x 61, both transposes, alpha and beta; A B^T 32 x 2100 x 300 (B^T 2.5 MB,
+  // over half of L2: computed as its transpose, GemmPath::c_transposed, where L2 is under 5 MB).
+  std::vector<float> a, b, c, ta, tb, tc;
   // matmul with a PackedMatrix (when set): 40 x 700 x 300 (threaded), pb packed by the caller.
   std::vector<float> pa, pb, pc;
   const attn::PackedMatrix* packed = nullptr;
@@ -255,6 +256,9 @@ struct Workload {
     a = rng.uniform_vec(97 * 61);
     b = rng.uniform_vec(61 * 83);
     c = rng.uniform_vec(97 * 83);
+    ta = rng.uniform_vec(32 * 300);
+    tb = rng.uniform_vec(2100 * 300);
+    tc.assign(32 * 2100, 0.0f);
     pa = rng.uniform_vec(40 * 300);
     pb = rng.uniform_vec(300 * 700);
     pc.assign(40 * 700, 0.0f);
@@ -310,6 +314,9 @@ struct Workload {
     ok(attn::matmul(ctx, attn::make_matrix<const float>(a.data(), 61, 97), Transpose::yes,
                     attn::make_matrix<const float>(b.data(), 83, 61), Transpose::yes,
                     attn::make_matrix(c.data(), 97, 83), 0.5f, 0.25f));
+    ok(attn::matmul(ctx, attn::make_matrix<const float>(ta.data(), 32, 300), Transpose::no,
+                    attn::make_matrix<const float>(tb.data(), 2100, 300), Transpose::yes,
+                    attn::make_matrix(tc.data(), 32, 2100), 1.0f, 0.0f));
     if (packed != nullptr) {
       ok(attn::matmul(ctx, attn::make_matrix<const float>(pa.data(), 40, 300), Transpose::no,
                       *packed, attn::make_matrix(pc.data(), 40, 700), 1.0f, 0.5f));
