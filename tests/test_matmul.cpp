@@ -363,6 +363,8 @@ TEST_CASE("matmul: A B^T with a few dozen rows, computed as its transpose", "[ma
   // qemu's x86 models report, so the emulated x86 CI runs take the path too. The test also
   // requires that gemm_path names the path for these where the rule holds on this CPU, and not
   // one row past the limit, below one vector, with more idle lanes, nor with op(A)^T beyond L2.
+  // Where B^T fits half of L2, up to 16 rows with k >= 64 take the path too (the last two cases:
+  // B^T 120 KB, and 10 KB with an A^T read in place), more rows or fewer k steps do not.
   const Case cases[] = {
       {16, 2100, 300, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
       {64, 2101, 301, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
@@ -370,6 +372,8 @@ TEST_CASE("matmul: A B^T with a few dozen rows, computed as its transpose", "[ma
       {60, 2100, 300, Transpose::no, Transpose::yes, 1.0f, 0.5f, 2},
       {48, 2100, 300, Transpose::yes, Transpose::yes, -0.5f, 0.5f, 1},
       {32, 4200, 130, Transpose::no, Transpose::yes, -0.5f, 0.0f, 0},
+      {16, 300, 100, Transpose::no, Transpose::yes, -0.5f, 1.0f, 2},
+      {16, 40, 64, Transpose::yes, Transpose::yes, 1.0f, 0.0f, 1},
   };
   using attn::detail::GemmOperand;
   using attn::detail::GemmPath;
@@ -404,9 +408,16 @@ TEST_CASE("matmul: A B^T with a few dozen rows, computed as its transpose", "[ma
     const std::size_t deep_k = l2 / (128 * sizeof(float)) + 1;
     CHECK(path(128, big_n, deep_k) != GemmPath::c_transposed);
     CHECK(path(64, l2 / 2 / sizeof(float) / big_k, big_k) != GemmPath::c_transposed);
+    // B^T within half of L2: up to 16 rows with k >= 64.
+    if (first <= 16) {
+      CHECK(path(first, 300, 64) == GemmPath::c_transposed);
+      CHECK(path(first, 300, 63) != GemmPath::c_transposed);
+    }
+    CHECK(path(16 + lanes, 300, 100) != GemmPath::c_transposed);
     for (const Case& cs : cases) {
-      if (cs.k * cs.n * sizeof(float) <= l2 / 2 || cs.ta == Transpose::yes ||
-          !at_fits_l2(cs.m, cs.k)) {
+      const bool beyond_half_l2 = cs.k * cs.n * sizeof(float) > l2 / 2;
+      if ((!beyond_half_l2 && (cs.m > 16 || cs.k < 64)) || cs.ta == Transpose::yes ||
+          !at_fits_l2(cs.m, cs.k) || cs.m < first) {
         continue;
       }
       INFO("m " << cs.m << " n " << cs.n << " k " << cs.k);

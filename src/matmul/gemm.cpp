@@ -286,7 +286,8 @@ bool use_prefetched(const Kernels& kern, const GemmShape& s, const GemmOperand& 
 }
 
 // GemmPath::c_transposed: A B^T (B^T's rows, k contiguous floats each: a weight stored
-// [out, in]) with a few dozen rows of A, B^T beyond half of L2. The streamed path packs B^T into
+// [out, in]) with a few dozen rows of A, B^T beyond half of L2 (within it, up to 16 rows: see
+// kCTransposedInL2MaxRows). The streamed path packs B^T into
 // NR-wide slivers, a transpose of every element of B^T in 16 x 16 blocks from L3, for few rows to
 // run over each: at 16 rows the packing took about as long as the tiles. Instead the product runs
 // transposed, C^T = B^T op(A)^T: B^T's rows are the rows of the no-packing tiles' A, read in
@@ -309,15 +310,27 @@ bool use_prefetched(const Kernels& kern, const GemmShape& s, const GemmOperand& 
 // (op(A)^T 1.5 MiB) 1.111x (1.214x). AVX2 (ATTN_ISA): 16 rows 0.714x, 64 rows 0.909x (0.922x), 128
 // rows 0.957x; SSE2: 12 rows 0.738x, 16 rows 0.800x, 64 rows 0.971x (0.932x), 128 rows 1.014x. Not
 // timed on NEON nor on the Intel Xeon of the README.
+// Where B^T fits half of L2 the direct path packs it into panels first; for at most
+// kCTransposedInL2MaxRows rows and k >= kCTransposedInL2MinK the transposed product is faster
+// there too (same measurement, time against the direct path): AVX-512 16 x 1024 x 128 0.744x,
+// 16 x 2048 x 64 0.786x, 16 x 512 x 64 0.807x, 16 x 256 x 256 0.722x, 16 x 16 x 512 0.879x,
+// 16 x 48 x 100 0.922x, 16 x 64 x 64 0.982x; AVX2 16 x 1024 x 128 0.774x, 16 x 256 x 256 0.756x;
+// SSE2 0.753x and 0.729x, 12 x 100 x 100 0.825x. Not for fewer k steps (16 x 32 x 32 1.139x,
+// 16 x 128 x 16 1.184x) nor more rows (32 rows: AVX-512 0.83-1.01x, but AVX2 1.06-1.32x).
 constexpr std::size_t kCTransposedMaxRows = 128;
+constexpr std::size_t kCTransposedInL2MaxRows = 16;
+constexpr std::size_t kCTransposedInL2MinK = 64;
 
 bool use_c_transposed(const Kernels& kern, const GemmShape& s, const GemmOperand& b) {
   const std::size_t lanes = kern.gemm_direct_narrow_nr, padded = round_up(s.m, lanes);
   const CpuInfo& cpu = cpu_info();
-  return kern.gemm_store_t != nullptr && b.rs == 1 && b.cs != 1 && s.m >= lanes &&
-         s.m > kern.gemm_rows_t_max && s.m <= kCTransposedMaxRows && (padded - s.m) * 4 <= lanes &&
-         s.k * round_up(s.m, 16) * sizeof(float) <= cpu.l2_bytes &&
-         s.k * s.n * sizeof(float) > cpu.l2_bytes / 2;
+  if (kern.gemm_store_t == nullptr || b.rs != 1 || b.cs == 1 || s.m < lanes ||
+      s.m <= kern.gemm_rows_t_max || s.m > kCTransposedMaxRows || (padded - s.m) * 4 > lanes ||
+      s.k * round_up(s.m, 16) * sizeof(float) > cpu.l2_bytes) {
+    return false;
+  }
+  return s.k * s.n * sizeof(float) > cpu.l2_bytes / 2 ||
+         (s.m <= kCTransposedInL2MaxRows && s.k >= kCTransposedInL2MinK);
 }
 
 // A product of one no-packing tile (the seed's 6 x 16 x 64), which gemm() and gemm_scratch_bytes
