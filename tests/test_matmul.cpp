@@ -355,23 +355,24 @@ TEST_CASE("matmul: A B^T with a few dozen rows, computed as its transpose", "[ma
   // by the no-packing tiles with B^T's rows read in place, op(A)^T transposed once by
   // Kernels::gemm_store_t (read in place where op(A) is an A^T), C^T's rows in chunks within half
   // of L1 written to C's columns by gemm_store_t. Cases: one vector (16 rows), 64 rows with n and
-  // k odd (a last row block of 5 rows of C^T on AVX-512 and NEON, 1 on AVX2 and SSE2), 128 rows
-  // (the limit), 60 rows (4 idle lanes on AVX-512), an A^T (read in place) with a stride past
-  // its row, and 4200 columns (C^T in 22 chunks of 192 rows at 32 rows on AVX-512 with a 48 KiB
-  // L1); alpha 1 with beta 0, alpha and beta other than 0 and 1; strides past the row; threads
-  // 1, 2 and 3 bit-identical. B^T: 2.5 MB (2.2 MB for the last), over half of the 4 MiB L2 that
-  // qemu's x86 models report, so the emulated x86 CI runs take the path too. The test also
+  // k odd (a last row block of 5 rows of C^T on AVX-512 and NEON, 1 on AVX2 and SSE2), 60 rows
+  // (4 idle lanes on AVX-512), an A^T (read in place) with a stride past its row, and 4200
+  // columns (C^T in 22 chunks of 192 rows at 32 rows on AVX-512 with a 48 KiB L1); alpha 1 with
+  // beta 0, alpha and beta other than 0 and 1; strides past the row; threads 1 and 3
+  // bit-identical. B^T: 2.1-2.2 MB, over half of the 4 MiB L2 that qemu's x86 models report, so
+  // the emulated x86 CI runs take the path too (sizes kept near that bound: the check is
+  // m n k, 35 s of the Nehalem stage with 128 rows and k = 300 on three thread counts). The
+  // test also
   // requires that gemm_path names the path for these where the rule holds on this CPU, and not
   // one row past the limit, below one vector, with more idle lanes, nor with op(A)^T beyond L2.
   // Where B^T fits half of L2, up to 16 rows with k >= 64 take the path too (the last two cases:
   // B^T 120 KB, and 10 KB with an A^T read in place), more rows or fewer k steps do not.
   const Case cases[] = {
-      {16, 2100, 300, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
-      {64, 2101, 301, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
-      {128, 2100, 300, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1},
-      {60, 2100, 300, Transpose::no, Transpose::yes, 1.0f, 0.5f, 2},
-      {48, 2100, 300, Transpose::yes, Transpose::yes, -0.5f, 0.5f, 1},
-      {32, 4200, 130, Transpose::no, Transpose::yes, -0.5f, 0.0f, 0},
+      {16, 2100, 250, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
+      {64, 2101, 261, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
+      {60, 2100, 250, Transpose::no, Transpose::yes, 2.0f, -0.5f, 2},
+      {48, 2100, 250, Transpose::yes, Transpose::yes, -0.5f, 0.5f, 1},
+      {32, 4200, 130, Transpose::no, Transpose::yes, 1.0f, 0.5f, 0},
       {16, 300, 100, Transpose::no, Transpose::yes, -0.5f, 1.0f, 2},
       {16, 40, 64, Transpose::yes, Transpose::yes, 1.0f, 0.0f, 1},
   };
@@ -426,7 +427,7 @@ TEST_CASE("matmul: A B^T with a few dozen rows, computed as its transpose", "[ma
       CHECK(path(cs.m, cs.n, cs.k) == GemmPath::c_transposed);
     }
   }
-  run_across_threads(cases, {1, 2, 3}, 43);
+  run_across_threads(cases, {1, 3}, 43);
 }
 
 TEST_CASE("matmul with k == 0 scales c by beta", "[matmul]") {
