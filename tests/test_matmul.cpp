@@ -320,6 +320,76 @@ TEST_CASE("matmul: 5 to 48 rows against a large B read in place, its rows prefet
   run_across_threads(cases, {1, 2, 3}, 41);
 }
 
+TEST_CASE("matmul: a large B whose rows start past a vector boundary, read in place", "[matmul]") {
+  // GemmPath::prefetched reads B's rows in place; where they all start the same number of floats
+  // past a vector boundary (the row stride a whole number of vectors), its first panel is narrower
+  // on AVX2 and AVX-512 (up to the next line) so that the later panels' loads do not span two
+  // cache lines (gemm_prefetched_first_panel, matmul/gemm.cpp), and the tile takes as many
+  // vectors as a panel's columns need (gemm_prefetch_b). B's view starts 0, 1, 4 (where malloc
+  // leaves it: 16 bytes past a line) and 8 floats into a buffer on a 64-byte line, with a row
+  // stride of 1040 floats (65 lines); n = 1030 columns, so AVX-512's first panel is 48 (no
+  // shift), 15, 12 or 8 columns and its last 22, 7, 10 or 14 (one vector); 13 rows (groups of 7
+  // and 6 on AVX-512 and NEON); k = 520 (chunks of 256, 256 and 8), so that B (2.04 MiB) is over
+  // half of the 4 MiB L2 that qemu's x86 models report. Each offset's result within the
+  // reference's tolerance and bit-identical to the others' (the same sums, whatever the panels),
+  // on threads 1 and 3.
+  const std::size_t m = 13, n = 1030, k = 520, ldb = 1040;
+  const attn_test::Case cs{m, n, k, Transpose::no, Transpose::no, -0.5f, 1.0f, 0};
+  attn_test::Rng rng(43);
+  const auto a = rng.uniform_vec(m * k);
+  const auto b_values = rng.uniform_vec(k * ldb);
+  const auto c0 = rng.uniform_vec(m * n);
+  std::vector<float> b_store(k * ldb + 16 + 16);
+  const std::size_t line = (64 - reinterpret_cast<std::uintptr_t>(b_store.data()) % 64) % 64;
+  REQUIRE(line % sizeof(float) == 0);
+  float* const b_line = b_store.data() + line / sizeof(float);
+  const attn::MatrixView<const float> av{a.data(), m, k, k};
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    if (kern->gemm_prefetch_b != nullptr) {
+      // The first panel: up to the next line (AVX-512 and AVX2).
+      const std::size_t nr = kern->gemm_prefetch_b_nr, lanes = kern->gemm_direct_narrow_nr;
+      const auto first_panel = [&](std::size_t offset, std::size_t stride) {
+        return attn::detail::gemm_prefetched_first_panel(*kern, {b_line + offset, stride, 1});
+      };
+      INFO("isa " << attn::isa_name(isa));
+      CHECK(first_panel(0, ldb) == nr);
+      CHECK(first_panel(lanes, ldb) == nr);
+      CHECK(first_panel(1, ldb + 1) == nr);  // rows past different boundaries
+      // Not with 16-byte vectors (SSE2, NEON).
+      CHECK(first_panel(1, ldb) == (lanes == 4 ? nr : 15));
+      CHECK(first_panel(4, ldb) == (lanes == 4 ? nr : 12));
+      CHECK(first_panel(1, lanes) == (lanes == 4 ? nr : 15));
+    }
+    std::vector<float> first;
+    for (std::size_t offset : {0, 1, 4, 8}) {
+      float* const b = b_line + offset;
+      std::copy(b_values.begin(), b_values.end() - offset, b);
+      const attn::MatrixView<const float> bv{b, k, n, ldb};
+      if (kern->gemm_prefetch_b != nullptr &&
+          k * n * sizeof(float) > attn::detail::cpu_info().l2_bytes / 2) {
+        CHECK(attn::detail::gemm_path(*kern, {m, n, k}, {a.data(), k, 1}, {b, ldb, 1}) ==
+              attn::detail::GemmPath::prefetched);
+      }
+      for (int threads : {1, 3}) {
+        INFO("isa " << attn::isa_name(isa) << " offset " << offset << " threads " << threads);
+        attn::Context ctx = attn_test::make_context(isa, threads);
+        auto c = c0;
+        REQUIRE(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, {c.data(), m, n, n},
+                             cs.alpha, cs.beta)
+                    .ok());
+        if (first.empty()) {
+          attn_test::check_result(cs, av, bv, c0, c);
+          first = c;
+        } else {
+          CHECK(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[matmul]") {
   // Where all of op(A)'s rows, packed for one KC block, fit in half of L2 and the packed
   // KC x NC panel of B would not fit in half of it (GemmPath::streamed, matmul/gemm.cpp), each

@@ -377,6 +377,27 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a
   return wide ? GemmPath::wide_panels : packed();
 }
 
+// GemmPath::prefetched's first panel (gemm.hpp): where all of B's rows start the same number of
+// floats past a vector boundary, a narrower first panel puts every later panel's rows on one, so
+// that a tile's vector loads do not each span two cache lines (GemmPath::direct's wide tile copies
+// its B for the same reason: see wide_b_in_place). A B from malloc or std::vector sits 16 bytes
+// past a 64-byte line (glibc). Panels are whole vectors wide (nr floats), so `first` below nr
+// leaves later panels on vector boundaries: with AVX2's 16 columns and AVX-512's 48, on lines.
+// Not for 16-byte vectors (SSE2, NEON), of which at most one in four spans two lines (SSE2 on
+// Zen 5, B 4 bytes past a line: 16 x 2304 x 768 took 1.039x the time). Measured: see
+// gemm_prefetched.
+std::size_t gemm_prefetched_first_panel(const Kernels& kern, const GemmOperand& b) {
+  const std::size_t nr = kern.gemm_prefetch_b_nr;
+  constexpr std::size_t kLine = 64, kMinVectorBytes = 32;
+  const std::size_t vector_bytes = kern.gemm_direct_narrow_nr * sizeof(float);
+  const std::size_t past = reinterpret_cast<std::uintptr_t>(b.data) % kLine;
+  if (vector_bytes < kMinVectorBytes || past % vector_bytes == 0 || past % sizeof(float) != 0 ||
+      b.rs * sizeof(float) % vector_bytes != 0) {
+    return nr;
+  }
+  return (kLine - past) / sizeof(float) % nr;  // not 0: 64 - past is no whole number of vectors
+}
+
 namespace {
 
 // The no-packing tile for a panel of `cols` <= gemm_direct_nr columns: the narrow one where they
@@ -688,17 +709,18 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
 
 // The loop of the prefetching tiles (GemmPath::prefetched, PrepackedLoop::rows): the threads split
 // B's column panels, nr wide (each element of C is one thread's, so the sums do not depend on the
-// thread count). Per chunk of kc_max k steps, each panel's rows of C in one call (m <= call_rows)
-// or in near-equal groups of at most mr; the first chunk applies beta and the bias, the others
-// add to C (as the Goto path's KC blocks do). b_at(pc, kc, jp): the first row of panel jp in the
-// chunk from pc of kc steps, rows ldb floats apart.
+// thread count) but the first, `first` columns (0 < first <= nr). Per chunk of kc_max k steps,
+// each panel's rows of C in one call (m <= call_rows) or in near-equal groups of at most mr; the
+// first chunk applies beta and the bias, the others add to C (as the Goto path's KC blocks do).
+// b_at(pc, kc, jp, j0): the first row of panel jp, at column j0, in the chunk from pc of kc
+// steps, rows ldb floats apart.
 template <class BAt>
-void prefetched_panels(GemmDirectKernel kernel, std::size_t nr, std::size_t mr,
+void prefetched_panels(GemmDirectKernel kernel, std::size_t nr, std::size_t first, std::size_t mr,
                        std::size_t call_rows, std::size_t kc_max, int threads, const GemmShape& s,
                        float alpha, const GemmOperand& a, const BAt& b_at, std::size_t ldb,
                        float beta, float* c, std::size_t ldc, const float* bias) {
   const std::size_t groups = s.m <= call_rows ? 1 : (s.m + mr - 1) / mr;
-  const std::size_t panels = (s.n + nr - 1) / nr;
+  const std::size_t panels = s.n <= first ? 1 : 1 + (s.n - first + nr - 1) / nr;
   run_parallel(threads, [&](int t, int nt) {
     std::size_t pb, pe;
     static_range(panels, t, nt, &pb, &pe);
@@ -706,8 +728,9 @@ void prefetched_panels(GemmDirectKernel kernel, std::size_t nr, std::size_t mr,
       const std::size_t kc = std::min(kc_max, s.k - pc);
       const float beta_pc = pc == 0 ? beta : 1.0f;
       for (std::size_t jp = pb; jp < pe; ++jp) {
-        const std::size_t j0 = jp * nr, cols = std::min(nr, s.n - j0);
-        const float* bj = b_at(pc, kc, jp);
+        const std::size_t j0 = jp == 0 ? 0 : first + (jp - 1) * nr;
+        const std::size_t cols = std::min(jp == 0 ? first : nr, s.n - j0);
+        const float* bj = b_at(pc, kc, jp, j0);
         const float* bias_pc = bias != nullptr && pc == 0 ? bias + j0 : nullptr;
         for (std::size_t g = 0; g < groups; ++g) {
           std::size_t r0, r1;
@@ -721,15 +744,23 @@ void prefetched_panels(GemmDirectKernel kernel, std::size_t nr, std::size_t mr,
 }
 
 // GemmPath::prefetched (see use_prefetched): B's row-major panels in place, k in chunks of
-// kPrefetchedKc.
+// kPrefetchedKc, the first panel as gemm_prefetched_first_panel says. Zen 5, bench/ab-lib (9-11
+// pairs, time against the same panels from column 0; inputs 16 bytes past a line): AVX-512
+// 16 x 2304 x 768 0.986x and 1.000x (4 bytes past: 0.963x), 48 x 768 x 3072 0.981x, 64 x 2304 x
+// 768 0.989x, 128 x 2304 x 768 0.979-0.988x (two threads 0.995x); AVX2 16 x 2304 x 768 0.880x and
+// 0.957x (4 bytes past: 0.943x), 128 x 2304 x 768 0.924-0.929x. The tile's width by the panel's
+// columns (gemm_prefetch_b) on line-aligned inputs: 32 x 784 x 768 (a last panel of 16 columns)
+// 0.967-0.968x.
 void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                      const GemmOperand& a, const GemmOperand& b, float beta, float* c,
                      std::size_t ldc, const float* bias) {
   const std::size_t nr = kern.gemm_prefetch_b_nr;
   prefetched_panels(
-      kern.gemm_prefetch_b, nr, kern.gemm_prefetch_b_mr, kern.gemm_prefetch_b_mr, kPrefetchedKc,
-      threads, s, alpha, a,
-      [&](std::size_t pc, std::size_t, std::size_t jp) { return b.data + pc * b.rs + jp * nr; },
+      kern.gemm_prefetch_b, nr, gemm_prefetched_first_panel(kern, b), kern.gemm_prefetch_b_mr,
+      kern.gemm_prefetch_b_mr, kPrefetchedKc, threads, s, alpha, a,
+      [&](std::size_t pc, std::size_t, std::size_t, std::size_t j0) {
+        return b.data + pc * b.rs + j0;
+      },
       b.rs, beta, c, ldc, bias);
 }
 
@@ -971,9 +1002,9 @@ void gemm_prepacked_rows(const Kernels& kern, int threads, const GemmShape& s, f
                          std::size_t ldc, const float* bias) {
   const std::size_t nr = kern.gemm_nr, n_padded = round_up(s.n, nr);
   prefetched_panels(
-      kern.gemm_prefetch_sliver, nr, kern.gemm_sliver_mr, kern.gemm_sliver_call_rows,
+      kern.gemm_prefetch_sliver, nr, nr, kern.gemm_sliver_mr, kern.gemm_sliver_call_rows,
       std::min(table_kc(kern), s.k), threads, s, alpha, a,
-      [&](std::size_t pc, std::size_t kc, std::size_t jp) {
+      [&](std::size_t pc, std::size_t kc, std::size_t jp, std::size_t) {
         return packed + pc * n_padded + jp * nr * kc;
       },
       nr, beta, c, ldc, bias);

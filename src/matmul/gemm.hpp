@@ -32,6 +32,10 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& shape, const GemmOperan
 
 // The most rows GemmPath::prefetched takes against this row-major B on this CPU.
 std::size_t gemm_prefetched_max_rows(const Kernels& kern, const GemmOperand& b);
+// The columns of GemmPath::prefetched's first panel against this row-major B (its later panels
+// are Kernels::gemm_prefetch_b_nr wide): fewer where that puts the later panels' rows on vector
+// boundaries.
+std::size_t gemm_prefetched_first_panel(const Kernels& kern, const GemmOperand& b);
 
 // Bytes of scratch gemm() needs for this shape and these operands on this many threads.
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
