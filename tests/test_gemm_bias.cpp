@@ -6,10 +6,12 @@
 //
 // Tolerance per element: (k + 2) u_f (|alpha| sum |a||b| + |beta c| + |bias|), u_f = FLT_EPSILON:
 // k products and sums in float, the alpha and beta products, the bias add.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <vector>
 
@@ -22,7 +24,8 @@ namespace {
 struct BiasCase {
   std::size_t m, n, k;
   float alpha, beta;
-  bool trans_b = false;  // op(B) = B^T, B stored n x k
+  bool trans_b = false;    // op(B) = B^T, B stored n x k
+  std::size_t b_past = 0;  // B starts this many floats past a 64-byte line
 };
 
 }  // namespace
@@ -41,7 +44,10 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
   // 70 x 130 x 300 packed, and 9 x 2100 x 300 packed one sliver at a time (GemmPath::streamed;
   // 3 KC passes on SSE2, 2 on AVX2); 32 x 2100 x 300 and 64 x 2101 x 150 computed as C^T and
   // written to C by Kernels::gemm_store_t (GemmPath::c_transposed where B^T, 2.5 and 1.3 MB, is
-  // over half of L2: the first under qemu's 4 MiB too).
+  // over half of L2: the first under qemu's 4 MiB too); 9 x 2112 x 260 with B 16 bytes past a
+  // line, its rows 132 vectors of 16 floats apart: GemmPath::prefetched's first panel is then
+  // narrower on AVX2 and AVX-512 (gemm_prefetched_first_panel), and each later panel's bias
+  // starts at its own column.
   const BiasCase cases[] = {
       {67, 64, 300, 1.0f, 0.0f},         {64, 64, 193, -0.5f, 1.0f},
       {70, 100, 300, 1.0f, 0.5f},        {70, 130, 1100, 1.0f, 0.0f},
@@ -51,7 +57,7 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
       {2, 100, 70, 1.0f, 0.0f, true},    {4, 2100, 137, -0.5f, 1.0f, true},
       {70, 130, 300, 1.0f, 0.5f, true},  {9, 2100, 300, -0.5f, 1.0f, true},
       {7, 2100, 150, 1.0f, 0.5f, true},  {32, 2100, 300, -0.5f, 1.0f, true},
-      {64, 2101, 150, 1.0f, 0.0f, true},
+      {64, 2101, 150, 1.0f, 0.0f, true}, {9, 2112, 260, -0.5f, 1.0f, false, 4},
   };
 
   for (attn::Isa isa : attn_test::test_isas()) {
@@ -68,11 +74,15 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
         auto c0 = rng.uniform_vec(cs.m * cs.n);
         if (cs.beta == 0.0f) c0.assign(c0.size(), attn_test::nan_f());  // never read
         auto c = c0;
+        std::vector<float> b_store(b.size() + 32);
+        const std::size_t line =
+            (64 - reinterpret_cast<std::uintptr_t>(b_store.data()) % 64) % 64 / sizeof(float);
+        float* const bp = b_store.data() + line + cs.b_past;
+        std::copy(b.begin(), b.end(), bp);
         const attn::detail::GemmShape shape{cs.m, cs.n, cs.k};
         const attn::detail::GemmOperand ga{a.data(), cs.k, 1};
-        const attn::detail::GemmOperand gb = cs.trans_b
-                                                 ? attn::detail::GemmOperand{b.data(), 1, cs.k}
-                                                 : attn::detail::GemmOperand{b.data(), cs.n, 1};
+        const attn::detail::GemmOperand gb = cs.trans_b ? attn::detail::GemmOperand{bp, 1, cs.k}
+                                                        : attn::detail::GemmOperand{bp, cs.n, 1};
         const std::size_t bytes = attn::detail::gemm_scratch_bytes(*kern, threads, shape, ga, gb);
         void* scratch = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
         REQUIRE(scratch != nullptr);

@@ -326,9 +326,10 @@ TEST_CASE("matmul: a large B whose rows start past a vector boundary, read in pl
   // on AVX2 and AVX-512 (up to the next line) so that the later panels' loads do not span two
   // cache lines (gemm_prefetched_first_panel, matmul/gemm.cpp), and the tile takes as many
   // vectors as a panel's columns need (gemm_prefetch_b). B's view starts 0, 1, 4 (where malloc
-  // leaves it: 16 bytes past a line) and 8 floats into a buffer on a 64-byte line, with a row
-  // stride of 1040 floats (65 lines); n = 1030 columns, so AVX-512's first panel is 48 (no
-  // shift), 15, 12 or 8 columns and its last 22, 7, 10 or 14 (one vector); 13 rows (groups of 7
+  // leaves a large block: 16 bytes past a line), 8 and 12 floats into a buffer on a 64-byte line,
+  // with a row stride of 1040 floats (65 lines); n = 1030 columns, so AVX-512's first panel is 48
+  // (no shift), 15, 12, 8 or 4 columns and its last 22 (two vectors), 7, 10, 14 or 18 (AVX2's
+  // first 16, 15, 12, 16 or 4 columns: 8 floats are a whole vector there); 13 rows (groups of 7
   // and 6 on AVX-512 and NEON); k = 520 (chunks of 256, 256 and 8), so that B (2.04 MiB) is over
   // half of the 4 MiB L2 that qemu's x86 models report. Each offset's result within the
   // reference's tolerance and bit-identical to the others' (the same sums, whatever the panels),
@@ -363,9 +364,11 @@ TEST_CASE("matmul: a large B whose rows start past a vector boundary, read in pl
       CHECK(first_panel(1, lanes) == (lanes == 4 ? nr : 15));
     }
     std::vector<float> first;
-    for (std::size_t offset : {0, 1, 4, 8}) {
+    for (std::size_t offset : {0, 1, 4, 8, 12}) {
       float* const b = b_line + offset;
-      std::copy(b_values.begin(), b_values.end() - offset, b);
+      for (std::size_t r = 0; r < k; ++r) {
+        std::copy_n(b_values.begin() + static_cast<std::ptrdiff_t>(r * ldb), n, b + r * ldb);
+      }
       const attn::MatrixView<const float> bv{b, k, n, ldb};
       if (kern->gemm_prefetch_b != nullptr &&
           k * n * sizeof(float) > attn::detail::cpu_info().l2_bytes / 2) {

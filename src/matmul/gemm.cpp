@@ -380,9 +380,11 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a
 // GemmPath::prefetched's first panel (gemm.hpp): where all of B's rows start the same number of
 // floats past a vector boundary, a narrower first panel puts every later panel's rows on one, so
 // that a tile's vector loads do not each span two cache lines (GemmPath::direct's wide tile copies
-// its B for the same reason: see wide_b_in_place). A B from malloc or std::vector sits 16 bytes
-// past a 64-byte line (glibc). Panels are whole vectors wide (nr floats), so `first` below nr
-// leaves later panels on vector boundaries: with AVX2's 16 columns and AVX-512's 48, on lines.
+// its B for the same reason: see wide_b_in_place). A B in a large block from malloc or
+// std::vector (glibc maps those) sits 16 bytes past a 64-byte line. Panels are whole vectors wide
+// (nr floats), so `first` below nr leaves later panels on vector boundaries, and with AVX2's 16
+// columns and AVX-512's 48 on lines where the row stride is a whole number of lines. Returns 0 on
+// a table with no gemm_prefetch_b (scalar).
 // Not for 16-byte vectors (SSE2, NEON), of which at most one in four spans two lines (SSE2 on
 // Zen 5, B 4 bytes past a line: 16 x 2304 x 768 took 1.039x the time). Measured: see
 // gemm_prefetched.
@@ -707,9 +709,10 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
   });
 }
 
-// The loop of the prefetching tiles (GemmPath::prefetched, PrepackedLoop::rows): the threads split
-// B's column panels, nr wide (each element of C is one thread's, so the sums do not depend on the
-// thread count) but the first, `first` columns (0 < first <= nr). Per chunk of kc_max k steps,
+// The loop of the prefetching tiles (GemmPath::prefetched, PrepackedLoop::rows), n >= 1: the
+// threads split B's column panels, nr wide but the first, which is `first` wide (0 < first <= nr);
+// each element of C is one thread's, so the sums do not depend on the thread count. Per chunk of
+// kc_max k steps,
 // each panel's rows of C in one call (m <= call_rows) or in near-equal groups of at most mr; the
 // first chunk applies beta and the bias, the others add to C (as the Goto path's KC blocks do).
 // b_at(pc, kc, jp, j0): the first row of panel jp, at column j0, in the chunk from pc of kc

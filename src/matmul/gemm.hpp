@@ -34,7 +34,7 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& shape, const GemmOperan
 std::size_t gemm_prefetched_max_rows(const Kernels& kern, const GemmOperand& b);
 // The columns of GemmPath::prefetched's first panel against this row-major B (its later panels
 // are Kernels::gemm_prefetch_b_nr wide): fewer where that puts the later panels' rows on vector
-// boundaries.
+// boundaries (0 on a table without gemm_prefetch_b).
 std::size_t gemm_prefetched_first_panel(const Kernels& kern, const GemmOperand& b);
 
 // Bytes of scratch gemm() needs for this shape and these operands on this many threads.
