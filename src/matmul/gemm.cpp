@@ -712,11 +712,10 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
 // The loop of the prefetching tiles (GemmPath::prefetched, PrepackedLoop::rows), n >= 1: the
 // threads split B's column panels, nr wide but the first, which is `first` wide (0 < first <= nr);
 // each element of C is one thread's, so the sums do not depend on the thread count. Per chunk of
-// kc_max k steps,
-// each panel's rows of C in one call (m <= call_rows) or in near-equal groups of at most mr; the
-// first chunk applies beta and the bias, the others add to C (as the Goto path's KC blocks do).
-// b_at(pc, kc, jp, j0): the first row of panel jp, at column j0, in the chunk from pc of kc
-// steps, rows ldb floats apart.
+// kc_max k steps, each panel's rows of C in one call (m <= call_rows) or in near-equal groups of
+// at most mr; the first chunk applies beta and the bias, the others add to C (as the Goto path's
+// KC blocks do). b_at(pc, kc, jp, j0): the first row of panel jp, at column j0, in the chunk from
+// pc of kc steps, rows ldb floats apart.
 template <class BAt>
 void prefetched_panels(GemmDirectKernel kernel, std::size_t nr, std::size_t first, std::size_t mr,
                        std::size_t call_rows, std::size_t kc_max, int threads, const GemmShape& s,
