@@ -75,9 +75,7 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
         if (cs.beta == 0.0f) c0.assign(c0.size(), attn_test::nan_f());  // never read
         auto c = c0;
         std::vector<float> b_store(b.size() + 32);
-        const std::size_t line =
-            (64 - reinterpret_cast<std::uintptr_t>(b_store.data()) % 64) % 64 / sizeof(float);
-        float* const bp = b_store.data() + line + cs.b_past;
+        float* const bp = attn_test::line_start(b_store, cs.b_past);
         std::copy(b.begin(), b.end(), bp);
         const attn::detail::GemmShape shape{cs.m, cs.n, cs.k};
         const attn::detail::GemmOperand ga{a.data(), cs.k, 1};

@@ -120,42 +120,50 @@ TEST_CASE("matmul: a row-major B one packed tile wide (the no-packing wide tile)
   run_across_threads(cases, {1, 3}, 17);
 }
 
-TEST_CASE("matmul: the wide tile's B on and off cache-line boundaries", "[matmul]") {
-  // The wide tile reads B in place where every row starts on a 64-byte line or a thread has
-  // fewer than 128 rows, and otherwise copies each k chunk (wide_b_in_place in matmul/gemm.cpp).
-  // The same product with B at line offsets 0 and 16 bytes, rows 64, 80 (in place), 65 and 68
-  // floats apart: every result within the reference's tolerance and bit-identical to the first.
-  // 259 rows: one thread copies; of two, the first (132 rows) copies and the second (127) does
-  // not. k = 300: chunks of 128, 128 and 44 rows on a 48 KiB L1.
-  const std::size_t m = 259, n = 64, k = 300;
-  const Case cs{m, n, k, Transpose::no, Transpose::no, 1.0f, -0.5f, 0};
-  attn_test::Rng rng(23);
+namespace {
+
+// Where B's rows lie: floats past a 64-byte line, row stride.
+struct BLayout {
+  std::size_t offset, ldb;
+};
+
+// The product cs (row-major A and B, no padding in A or C; inputs from `seed`) with B's k x n
+// values placed at each of `layouts` in turn, on every ISA and each of `threads`: every result
+// bit-identical to the ISA's first, which is within the reference's tolerance (check_result; with
+// check_each, every layout's first thread count is checked too). before(kern, b, ldb) runs ahead
+// of each layout's calls (path checks).
+template <class Before>
+void check_b_layouts(const Case& cs, std::initializer_list<BLayout> layouts,
+                     std::initializer_list<int> threads, std::uint32_t seed, bool check_each,
+                     const Before& before) {
+  const std::size_t m = cs.m, n = cs.n, k = cs.k;
+  attn_test::Rng rng(seed);
   const auto a = rng.uniform_vec(m * k);
   const auto b_rows = rng.uniform_vec(k * n);
   const auto c0 = rng.uniform_vec(m * n);
   const MatrixView<const float> av{a.data(), m, k, k};
-  struct Layout {
-    std::size_t offset, ldb;  // floats past a 64-byte line; row stride
-  };
-  const Layout layouts[] = {{0, 64}, {4, 64}, {0, 80}, {0, 65}, {1, 68}};
   for (attn::Isa isa : attn_test::test_isas()) {
-    for (int threads : {1, 2}) {
-      attn::Context ctx = attn_test::make_context(isa, threads);
-      std::vector<float> first;
-      for (const Layout& l : layouts) {
-        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " offset " << l.offset
-                    << " ldb " << l.ldb);
-        std::vector<float> storage(k * l.ldb + 16 + l.offset);
-        const auto line = reinterpret_cast<std::uintptr_t>(storage.data()) % 64;
-        float* b = storage.data() + (line == 0 ? 0 : (64 - line) / sizeof(float)) + l.offset;
-        for (std::size_t p = 0; p < k; ++p)
-          std::copy_n(b_rows.data() + p * n, n, b + p * l.ldb);
-        const MatrixView<const float> bv{b, k, n, l.ldb};
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    std::vector<float> first;
+    for (const BLayout& l : layouts) {
+      std::vector<float> storage(k * l.ldb + 16 + l.offset);
+      float* const b = attn_test::line_start(storage, l.offset);
+      for (std::size_t p = 0; p < k; ++p)
+        std::copy_n(b_rows.data() + p * n, n, b + p * l.ldb);
+      const MatrixView<const float> bv{b, k, n, l.ldb};
+      before(*kern, b, l.ldb);
+      for (int t : threads) {
+        INFO("isa " << attn::isa_name(isa) << " threads " << t << " offset " << l.offset << " ldb "
+                    << l.ldb);
+        attn::Context ctx = attn_test::make_context(isa, t);
         auto c = c0;
         REQUIRE(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, {c.data(), m, n, n},
                              cs.alpha, cs.beta)
                     .ok());
-        check_result(cs, av, bv, c0, c);
+        if (first.empty() || (check_each && t == *threads.begin())) {
+          check_result(cs, av, bv, c0, c);
+        }
         if (first.empty()) {
           first = c;
         } else {
@@ -164,6 +172,20 @@ TEST_CASE("matmul: the wide tile's B on and off cache-line boundaries", "[matmul
       }
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("matmul: the wide tile's B on and off cache-line boundaries", "[matmul]") {
+  // The wide tile reads B in place where every row starts on a 64-byte line or a thread has
+  // fewer than 128 rows, and otherwise copies each k chunk (wide_b_in_place in matmul/gemm.cpp).
+  // The same product with B at line offsets 0 and 16 bytes, rows 64, 80 (in place), 65 and 68
+  // floats apart: every result within the reference's tolerance and bit-identical to the first.
+  // 259 rows: one thread copies; of two, the first (132 rows) copies and the second (127) does
+  // not. k = 300: chunks of 128, 128 and 44 rows on a 48 KiB L1.
+  check_b_layouts({259, 64, 300, Transpose::no, Transpose::no, 1.0f, -0.5f, 0},
+                  {{0, 64}, {4, 64}, {0, 80}, {0, 65}, {1, 68}}, {1, 2}, 23, true,
+                  [](const attn::detail::Kernels&, const float*, std::size_t) {});
 }
 
 TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[matmul]") {
@@ -335,62 +357,35 @@ TEST_CASE("matmul: a large B whose rows start past a vector boundary, read in pl
   // reference's tolerance and bit-identical to the others' (the same sums, whatever the panels),
   // on threads 1 and 3.
   const std::size_t m = 13, n = 1030, k = 520, ldb = 1040;
-  const attn_test::Case cs{m, n, k, Transpose::no, Transpose::no, -0.5f, 1.0f, 0};
-  attn_test::Rng rng(43);
-  const auto a = rng.uniform_vec(m * k);
-  const auto b_values = rng.uniform_vec(k * ldb);
-  const auto c0 = rng.uniform_vec(m * n);
-  std::vector<float> b_store(k * ldb + 16 + 16);
-  const std::size_t line = (64 - reinterpret_cast<std::uintptr_t>(b_store.data()) % 64) % 64;
-  REQUIRE(line % sizeof(float) == 0);
-  float* const b_line = b_store.data() + line / sizeof(float);
-  const attn::MatrixView<const float> av{a.data(), m, k, k};
   for (attn::Isa isa : attn_test::test_isas()) {
     const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
     REQUIRE(kern != nullptr);
-    if (kern->gemm_prefetch_b != nullptr) {
-      // The first panel: up to the next line (AVX-512 and AVX2).
-      const std::size_t nr = kern->gemm_prefetch_b_nr, lanes = kern->gemm_direct_narrow_nr;
-      const auto first_panel = [&](std::size_t offset, std::size_t stride) {
-        return attn::detail::gemm_prefetched_first_panel(*kern, {b_line + offset, stride, 1});
-      };
-      INFO("isa " << attn::isa_name(isa));
-      CHECK(first_panel(0, ldb) == nr);
-      CHECK(first_panel(lanes, ldb) == nr);
-      CHECK(first_panel(1, ldb + 1) == nr);  // rows past different boundaries
-      // Not with 16-byte vectors (SSE2, NEON).
-      CHECK(first_panel(1, ldb) == (lanes == 4 ? nr : 15));
-      CHECK(first_panel(4, ldb) == (lanes == 4 ? nr : 12));
-      CHECK(first_panel(1, lanes) == (lanes == 4 ? nr : 15));
-    }
-    std::vector<float> first;
-    for (std::size_t offset : {0, 1, 4, 8, 12}) {
-      float* const b = b_line + offset;
-      for (std::size_t r = 0; r < k; ++r) {
-        std::copy_n(b_values.begin() + static_cast<std::ptrdiff_t>(r * ldb), n, b + r * ldb);
-      }
-      const attn::MatrixView<const float> bv{b, k, n, ldb};
-      if (kern->gemm_prefetch_b != nullptr &&
-          k * n * sizeof(float) > attn::detail::cpu_info().l2_bytes / 2) {
-        CHECK(attn::detail::gemm_path(*kern, {m, n, k}, {a.data(), k, 1}, {b, ldb, 1}) ==
-              attn::detail::GemmPath::prefetched);
-      }
-      for (int threads : {1, 3}) {
-        INFO("isa " << attn::isa_name(isa) << " offset " << offset << " threads " << threads);
-        attn::Context ctx = attn_test::make_context(isa, threads);
-        auto c = c0;
-        REQUIRE(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, {c.data(), m, n, n},
-                             cs.alpha, cs.beta)
-                    .ok());
-        if (first.empty()) {
-          attn_test::check_result(cs, av, bv, c0, c);
-          first = c;
-        } else {
-          CHECK(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0);
-        }
-      }
-    }
+    if (kern->gemm_prefetch_b == nullptr) continue;
+    // The first panel: up to the next line (AVX-512 and AVX2).
+    std::vector<float> storage(32);
+    const std::size_t nr = kern->gemm_prefetch_b_nr, lanes = kern->gemm_direct_narrow_nr;
+    const auto first_panel = [&](std::size_t offset, std::size_t stride) {
+      return attn::detail::gemm_prefetched_first_panel(
+          *kern, {attn_test::line_start(storage, offset), stride, 1});
+    };
+    INFO("isa " << attn::isa_name(isa));
+    CHECK(first_panel(0, ldb) == nr);
+    CHECK(first_panel(lanes, ldb) == nr);
+    CHECK(first_panel(1, ldb + 1) == nr);  // rows past different boundaries
+    // Not with 16-byte vectors (SSE2, NEON).
+    CHECK(first_panel(1, ldb) == (lanes == 4 ? nr : 15));
+    CHECK(first_panel(4, ldb) == (lanes == 4 ? nr : 12));
+    CHECK(first_panel(1, lanes) == (lanes == 4 ? nr : 15));
   }
+  const auto on_path = [&](const attn::detail::Kernels& kern, const float* b, std::size_t stride) {
+    if (kern.gemm_prefetch_b != nullptr &&
+        k * n * sizeof(float) > attn::detail::cpu_info().l2_bytes / 2) {
+      CHECK(attn::detail::gemm_path(kern, {m, n, k}, {nullptr, k, 1}, {b, stride, 1}) ==
+            attn::detail::GemmPath::prefetched);
+    }
+  };
+  check_b_layouts({m, n, k, Transpose::no, Transpose::no, -0.5f, 1.0f, 0},
+                  {{0, ldb}, {1, ldb}, {4, ldb}, {8, ldb}, {12, ldb}}, {1, 3}, 43, false, on_path);
 }
 
 TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[matmul]") {

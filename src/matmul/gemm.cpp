@@ -9,6 +9,8 @@
 namespace attn::detail {
 namespace {
 
+constexpr std::size_t kLineBytes = 64;  // a cache line, on every CPU attn tunes for
+
 std::size_t round_up(std::size_t x, std::size_t m) {
   return (x + m - 1) / m * m;
 }
@@ -383,21 +385,21 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a
 // its B for the same reason: see wide_b_in_place). A B in a large block from malloc or
 // std::vector (glibc maps those) sits 16 bytes past a 64-byte line. Panels are whole vectors wide
 // (nr floats), so `first` below nr leaves later panels on vector boundaries, and with AVX2's 16
-// columns and AVX-512's 48 on lines where the row stride is a whole number of lines. Returns 0 on
-// a table with no gemm_prefetch_b (scalar).
-// Not for 16-byte vectors (SSE2, NEON), of which at most one in four spans two lines (SSE2 on
-// Zen 5, B 4 bytes past a line: 16 x 2304 x 768 took 1.039x the time). Measured: see
-// gemm_prefetched.
+// columns and AVX-512's 48 on lines where the row stride is a whole number of lines. Not for
+// 16-byte vectors (SSE2, NEON), of which at most one in four spans two lines (SSE2 on Zen 5, B 4
+// bytes past a line: 16 x 2304 x 768 took 1.039x the time). Measured: see gemm_prefetched.
+// Returns 0 on a table with no gemm_prefetch_b (scalar).
 std::size_t gemm_prefetched_first_panel(const Kernels& kern, const GemmOperand& b) {
   const std::size_t nr = kern.gemm_prefetch_b_nr;
-  constexpr std::size_t kLine = 64, kMinVectorBytes = 32;
+  constexpr std::size_t kMinVectorBytes = 32;
   const std::size_t vector_bytes = kern.gemm_direct_narrow_nr * sizeof(float);
-  const std::size_t past = reinterpret_cast<std::uintptr_t>(b.data) % kLine;
+  const std::size_t past = reinterpret_cast<std::uintptr_t>(b.data) % kLineBytes;
   if (vector_bytes < kMinVectorBytes || past % vector_bytes == 0 || past % sizeof(float) != 0 ||
       b.rs * sizeof(float) % vector_bytes != 0) {
     return nr;
   }
-  return (kLine - past) / sizeof(float) % nr;  // not 0: 64 - past is no whole number of vectors
+  // Not 0: kLineBytes - past is no whole number of vectors.
+  return (kLineBytes - past) / sizeof(float) % nr;
 }
 
 namespace {
@@ -458,9 +460,8 @@ std::size_t wide_k_chunk(const Kernels& kern, const GemmShape& s) {
 constexpr std::size_t kWideCopyMinRows = 128;
 
 bool wide_b_in_place(const GemmOperand& b, std::size_t rows) {
-  constexpr std::uintptr_t kLine = 64;
-  return rows < kWideCopyMinRows || (reinterpret_cast<std::uintptr_t>(b.data) % kLine == 0 &&
-                                     b.rs * sizeof(float) % kLine == 0);
+  return rows < kWideCopyMinRows || (reinterpret_cast<std::uintptr_t>(b.data) % kLineBytes == 0 &&
+                                     b.rs * sizeof(float) % kLineBytes == 0);
 }
 
 // Floats of scratch per thread for the wide tile's copy of one k chunk of B.

@@ -87,6 +87,13 @@ inline bool emulated() {
 #endif
 }
 
+// The first float of v that starts a 64-byte cache line, plus `past` floats (v holds at least
+// 16 floats of slack before the data a test places there).
+inline float* line_start(std::vector<float>& v, std::size_t past = 0) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(v.data());
+  return v.data() + (64 - addr % 64) % 64 / sizeof(float) + past;
+}
+
 inline float nan_f() {
   return std::numeric_limits<float>::quiet_NaN();
 }
