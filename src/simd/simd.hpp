@@ -481,12 +481,13 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
 #endif
 }
 
-// Prefetches column `col` of the `rows` rows that follow the first `rows` rows at a (row stride
-// ld): the next panel, while a packing routine reads this one. Integer arithmetic: past the last
-// panel the address is outside the matrix, and a prefetch never faults.
-inline void prefetch_next_panel(const float* a, std::size_t ld, std::size_t col, std::size_t rows) {
+// Prefetches column `col` of rows [first, first + rows) of a (row stride ld): rows of the next
+// panel, while a packing routine reads this one. Integer arithmetic: past the last panel the
+// address is outside the matrix, and a prefetch never faults.
+inline void prefetch_rows(const float* a, std::size_t ld, std::size_t first, std::size_t col,
+                          std::size_t rows) {
   const std::uintptr_t next =
-      reinterpret_cast<std::uintptr_t>(a) + (col + rows * ld) * sizeof(float);
+      reinterpret_cast<std::uintptr_t>(a) + (col + first * ld) * sizeof(float);
 #pragma GCC unroll 8
   for (std::size_t i = 0; i < rows; ++i)
     __builtin_prefetch(reinterpret_cast<const void*>(next + i * ld * sizeof(float)));
@@ -538,7 +539,7 @@ inline void pack_rows_6(const float* src, std::size_t ld, std::size_t rows, std:
     // Packing A's share of a 1024^3 matmul's perf samples on Zen 5: 2.0-2.2% with
     // transpose_block, 2.4% with this routine unprefetched, 1.2-1.7% with (7 runs); an hour
     // later, on a busier machine, 2.2-2.5% (2 runs) against 1.8-2.1% (6 runs).
-    prefetch_next_panel(src, ld, p0, 6);
+    prefetch_rows(src, ld, 6, p0, 6);
 #pragma GCC unroll 6
     for (int o = 0; o < 6; ++o) {
       const std::size_t o0 = static_cast<std::size_t>(o) * 16;
@@ -562,14 +563,22 @@ inline void pack_rows_6(const float* src, std::size_t ld, std::size_t rows, std:
 
 // Rows of a matrix transposed into a W-wide GEMM panel (PackKtKernel: K^T for attention with
 // W = NR, row-major A for matmul and Q for attention with W = MR), one lanes x lanes transpose at
-// a time (AVX-512's 6-row panels: pack_rows_6). AVX-512's 64-wide B^T panels (the GEMM's B^T
-// slivers) prefetch each of a block's 16 rows 4 blocks (256 bytes) ahead: the pack walks 16 rows
-// side by side, more streams than the hardware prefetchers followed on Zen 5, where the loads of
-// the transposes were the samples' peak. Zen 5, bench/ab-lib, 9-11 pairs: A B^T 128 x 2304 x 768
-// 0.879x the time (2 threads 0.985x), 16 x 2304 x 768 0.964x, 512 x 3072 x 768 0.976x, 1024^3
-// 0.989x; 2 blocks ahead 0.991x of 4, 8 blocks 1.019x (those with the 512 KiB L2 default, in the
-// Goto path; in the streamed path, which the 1 MiB L2 gives that shape since fe611b5, removing
-// the prefetch took 1.071x the time, two threads 1.072x). Not measured on the Intel Xeon.
+// a time (AVX-512's 6-row panels: pack_rows_6). Each block prefetches the same columns of the
+// next panel's rows (the callers pack panels in order), as pack_rows_6 does: AVX2's 6-row A and Q
+// panels measured in ff33893; the fused attention's K^T (32-wide) and Q (14-row) panels on
+// Zen 5, AVX-512, bench/ab-lib against none, 9-11 pairs: 1 x 12 x 512 x 64 0.970-0.982x the time,
+// causal 0.969x, 1 x 8 x 2048 x 64 0.990x, 1 x 1 x 4096 x 64 and 1 x 12 x 128 x 64 (Q read in
+// place, K in 4 panels a head) 0.999-1.003x, A B^T 512 x 512 x 64 and 128 x 2304 x 768 (B^T's
+// 32-wide panels) 0.996-0.998x; AVX2 1 x 12 x 512 x 64 0.996x; the GEMM's other packs (AVX2 A B^T
+// 1024^3 and 128 x 2304 x 768, 512^3; SSE2 A B^T and A B 512^3) 0.990-1.007x. AVX-512's 64-wide B^T
+// panels (the GEMM's B^T slivers) instead prefetch each of a block's 16 rows 4 blocks (256 bytes)
+// ahead: the pack walks 16 rows side by side, more streams than the hardware prefetchers followed
+// on Zen 5, where the loads of the transposes were the samples' peak. Zen 5, bench/ab-lib, 9-11
+// pairs: A B^T 128 x 2304 x 768 0.879x the time (2 threads 0.985x), 16 x 2304 x 768 0.964x, 512 x
+// 3072 x 768 0.976x, 1024^3 0.989x; 2 blocks ahead 0.991x of 4, 8 blocks 1.019x (those with the 512
+// KiB L2 default, in the Goto path; in the streamed path, which the 1 MiB L2 gives that shape since
+// fe611b5, removing the prefetch took 1.071x the time, two threads 1.072x). Not measured on the
+// Intel Xeon.
 template <int W>
 struct pack_t_kernel {
   template <class A>
@@ -589,14 +598,13 @@ struct pack_t_kernel {
         const std::size_t cols = dk - d0 < L ? dk - d0 : L;
         // A group past the last key reads nothing: no pointer is formed past K's end.
         const float* src = rows > 0 ? k + g * L * ldk + d0 : k;
-        // AVX2's 6-row A and Q panels prefetch the next panel's rows, as pack_rows_6 does
-        // (measured in ff33893; see pack_rows_6).
-        if constexpr (W == 6 && L == 8) prefetch_next_panel(k, ldk, d0, W);
         if constexpr (W == 64 && L == 16) {
           if (rows == L && d0 + 4 * L < dk) {
             for (std::size_t i = 0; i < L; ++i)
               __builtin_prefetch(src + i * ldk + 4 * L, 0, 3);
           }
+        } else {
+          prefetch_rows(k, ldk, W + g * L, d0, count);
         }
         transpose_block<A>(src, ldk, rows, cols, dst + d0 * W + g * L, W, count);
       }
