@@ -388,6 +388,46 @@ TEST_CASE("matmul: a large B whose rows start past a vector boundary, read in pl
                   {{0, ldb}, {1, ldb}, {4, ldb}, {8, ldb}, {12, ldb}}, {1, 3}, 43, false, on_path);
 }
 
+TEST_CASE("matmul: the prefetched path's k in one pass where C is beyond L2", "[matmul]") {
+  // GemmPath::prefetched runs k in chunks of 256 (every panel per chunk), or all of k in one pass
+  // where C is beyond L2 and A within half of it (gemm_prefetched_kc, matmul/gemm.cpp). The rule
+  // on this CPU's L2 at both of its edges; then 9 rows (AVX2's first on the path) of k = 300
+  // against n = L2 / 36 + 29 columns, C just over L2: one pass (a chunk of 256 and one of 44
+  // before), within the reference's tolerance on every ISA with the path, threads 1 and 2
+  // bit-identical. Natively only: under an emulator's 4 MiB L2 the product would be 315 M
+  // multiply-adds per run (the emulated runs take the chunks in the test above).
+  const std::size_t l2 = attn::detail::cpu_info().l2_bytes, m = 9, k = 300;
+  const std::size_t n_over = l2 / (4 * m) + 29, n_within = l2 / (4 * m);
+  const std::size_t k_over = l2 / 2 / (4 * m) + 1;  // A just over half of L2
+  using attn::detail::gemm_prefetched_kc;
+  CHECK(gemm_prefetched_kc({m, n_over, k}) == k);
+  CHECK(gemm_prefetched_kc({m, n_within, k}) == 256);
+  CHECK(gemm_prefetched_kc({m, n_over, k_over - 1}) == k_over - 1);
+  CHECK(gemm_prefetched_kc({m, n_over, k_over}) == 256);
+  if (attn_test::emulated()) return;
+  const Case cs{m, n_over, k, Transpose::no, Transpose::no, -0.5f, 1.0f, 0};
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    if (kern->gemm_prefetch_b == nullptr) continue;
+    CHECK(attn::detail::gemm_path(*kern, {m, n_over, k}, {nullptr, k, 1}, {nullptr, n_over, 1}) ==
+          attn::detail::GemmPath::prefetched);
+    std::vector<float> first;
+    for (int t : {1, 2}) {
+      INFO("isa " << attn::isa_name(isa) << " threads " << t << " n " << n_over);
+      attn::Context ctx = attn_test::make_context(isa, t);
+      attn_test::Rng rng(47);
+      std::vector<float> c;
+      run_case(ctx, cs, rng, &c, attn_test::BForm::view, first.empty());
+      if (first.empty()) {
+        first = c;
+      } else {
+        CHECK(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[matmul]") {
   // Where all of op(A)'s rows, packed for one KC block, fit in half of L2 and the packed
   // KC x NC panel of B would not fit in half of it (GemmPath::streamed, matmul/gemm.cpp), each

@@ -242,17 +242,17 @@ bool use_rows(const Kernels& kern, const GemmShape& s, const GemmOperand& a, con
 // each column panel, and no scratch is written. The streamed path packs each sliver of B first
 // (the packing's reads, rows ~9 KiB apart, waited on L3: half of 16 x 2304 x 768's samples) and
 // the rows path (5-8 rows) keeps the sums in L1 (a load and a store per 4 FMAs: about half the
-// FMA rate). k runs in chunks of kPrefetchedKc, every panel of the thread per chunk, so that one
-// chunk's rows of B (256 pages for a row of at least 4 KiB) stay in the TLB and in L2 for the
-// later groups: without them, 8 x 3072 x 768 took 1.22x and 16 x 768 x 3072 1.22x the previous
-// paths' time, with them 0.92x and 0.71-0.73x (KC 128, 192 and 384 no better). Intel Xeon of the
-// README, AVX-512 (8 x 48 tile), bench/ab-lib against the rows (5-8 rows) and streamed paths,
-// 9-11 pairs, with the prefetch distance at 12 (then 8, measured against 12 below; the final
-// build against 9c05187: 8 x 3072 x 768 0.87x, 8 x 4096 x 1024 0.99x, 8 x 1024 x 1024 0.89x,
-// 16 x 3072 x 768 0.67x): 5 x 2304 x 768 0.94x the time, 8 x 2304 x 768 0.83x, 8 x 768 x 3072
-// 0.73x, 16 x 2304 x 768 0.76x, 16 x 3072 x 768 0.73x, 16 x 768 x 3072 0.71x, 16 x 4096 x 1024
-// 0.73x, 16 x 768 x 768 0.67x, 32 x 2304 x 768 0.86x, 40 rows 0.91x, 48 rows 1.00x, 48 x 768 x 3072
-// 0.92x, 64 rows 1.03x (so 48 is the limit); two threads (they split the column panels, each
+// FMA rate). k runs in chunks of kPrefetchedKc (or whole: gemm_prefetched_kc), every panel of the
+// thread per chunk, so that one chunk's rows of B (256 pages for a row of at least 4 KiB) stay in
+// the TLB and in L2 for the later groups: without them, 8 x 3072 x 768 took 1.22x and 16 x 768 x
+// 3072 1.22x the previous paths' time, with them 0.92x and 0.71-0.73x (KC 128, 192 and 384 no
+// better). Intel Xeon of the README, AVX-512 (8 x 48 tile), bench/ab-lib against the rows (5-8
+// rows) and streamed paths, 9-11 pairs, with the prefetch distance at 12 (then 8, measured against
+// 12 below; the final build against 9c05187: 8 x 3072 x 768 0.87x, 8 x 4096 x 1024 0.99x, 8 x 1024
+// x 1024 0.89x, 16 x 3072 x 768 0.67x): 5 x 2304 x 768 0.94x the time, 8 x 2304 x 768 0.83x, 8 x
+// 768 x 3072 0.73x, 16 x 2304 x 768 0.76x, 16 x 3072 x 768 0.73x, 16 x 768 x 3072 0.71x, 16 x 4096
+// x 1024 0.73x, 16 x 768 x 768 0.67x, 32 x 2304 x 768 0.86x, 40 rows 0.91x, 48 rows 1.00x, 48 x 768
+// x 3072 0.92x, 64 rows 1.03x (so 48 is the limit); two threads (they split the column panels, each
 // reading its part of B) 8 rows 0.58x, 16 rows 0.74x, 32 rows 0.85x, 8 x 3072 x 768 0.64x,
 // 16 x 768 x 3072 0.72x. With the prefetch distance 12 (see kPrefetchBSteps) instead of 8, rows
 // of 12 or 16 KiB (3072 and 4096 columns) lost (8 x 3072 x 768 1.07x the rows path's time,
@@ -354,6 +354,25 @@ bool one_direct_tile(const Kernels& kern, const GemmShape& s, const GemmOperand&
 std::size_t gemm_prefetched_max_rows(const Kernels& kern, const GemmOperand& b) {
   const bool many = cpu_info().prefetched_many_rows && b.rs * sizeof(float) % 4096 != 0;
   return many ? std::max(kPrefetchedMaxRows, kern.gemm_prefetch_b_many_rows) : kPrefetchedMaxRows;
+}
+
+// GemmPath::prefetched's k chunk (gemm.hpp): all of k at once where C is beyond L2 (each further
+// chunk would read and write all of C from L3 again) and A within half of it (every panel reads
+// all of A: it stays in L2). Zen 5, AVX-512, bench/ab-lib against chunks of 256, inputs 16 bytes
+// past a line, 11-15 pairs: 128 x 2304 x 768 0.951-0.977x the time (two threads 0.963x), 112 and
+// 144 rows 0.970x and 0.973x, 168 x 2304 x 512 0.974x. The rule keeps the chunks wherever all of
+// k lost there: C within L2 (128 x 768 x 768 1.068x, 96 x 768 x 1024 1.118x, 192 x 768 x 768
+// 1.074x, 128 x 1024 x 1024 1.013x, 16 x 1024 x 1024 1.105x) or A beyond half of L2 (160 x 2304
+// x 1024, 640 KiB of A, 1.140x; 128 x 768 x 3072 1.115x). It also keeps them where all of k won
+// with C within L2 (8 x 3072 x 768 0.93-0.94x, 16-56 rows of 2304 x 768 0.96-0.97x, 16 x 768 x
+// 3072 0.95x, 160 x 768 x 768 0.975x) but shapes of the same sizes lost, by causes not found (rows
+// of B or A a multiple of 3 or 4 KiB apart in most of the losses). Not measured on the Intel Xeon,
+// whose 2 MiB L2 and 48-row limit leave the rule to n > 10922.
+std::size_t gemm_prefetched_kc(const GemmShape& s) {
+  const std::size_t l2 = cpu_info().l2_bytes;
+  const bool c_beyond_l2 = s.m * s.n > l2 / sizeof(float);
+  const bool a_within_half = s.m * s.k <= l2 / 2 / sizeof(float);
+  return c_beyond_l2 && a_within_half ? s.k : kPrefetchedKc;
 }
 
 GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
@@ -747,10 +766,10 @@ void prefetched_panels(GemmDirectKernel kernel, std::size_t nr, std::size_t firs
 }
 
 // GemmPath::prefetched (see use_prefetched): B's row-major panels in place, k in chunks of
-// kPrefetchedKc, the first panel as gemm_prefetched_first_panel says. Zen 5, bench/ab-lib (9-11
-// pairs, time against the same panels from column 0; inputs 16 bytes past a line): AVX-512
-// 16 x 2304 x 768 0.986x and 1.000x (4 bytes past: 0.963x), 48 x 768 x 3072 0.981x, 64 x 2304 x
-// 768 0.989x, 128 x 2304 x 768 0.979-0.988x (two threads 0.995x); AVX2 16 x 2304 x 768 0.880x and
+// gemm_prefetched_kc, the first panel as gemm_prefetched_first_panel says. Zen 5, bench/ab-lib
+// (9-11 pairs, time against the same panels from column 0; inputs 16 bytes past a line): AVX-512 16
+// x 2304 x 768 0.986x and 1.000x (4 bytes past: 0.963x), 48 x 768 x 3072 0.981x, 64 x 2304 x 768
+// 0.989x, 128 x 2304 x 768 0.979-0.988x (two threads 0.995x); AVX2 16 x 2304 x 768 0.880x and
 // 0.957x (4 bytes past: 0.943x), 128 x 2304 x 768 0.924-0.929x. The tile's width by the panel's
 // columns (gemm_prefetch_b) on line-aligned inputs: 32 x 784 x 768 (a last panel of 16 columns)
 // 0.967-0.968x.
@@ -760,7 +779,7 @@ void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float
   const std::size_t nr = kern.gemm_prefetch_b_nr;
   prefetched_panels(
       kern.gemm_prefetch_b, nr, gemm_prefetched_first_panel(kern, b), kern.gemm_prefetch_b_mr,
-      kern.gemm_prefetch_b_mr, kPrefetchedKc, threads, s, alpha, a,
+      kern.gemm_prefetch_b_mr, gemm_prefetched_kc(s), threads, s, alpha, a,
       [&](std::size_t pc, std::size_t, std::size_t, std::size_t j0) {
         return b.data + pc * b.rs + j0;
       },
