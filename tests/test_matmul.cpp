@@ -390,31 +390,43 @@ TEST_CASE("matmul: a large B whose rows start past a vector boundary, read in pl
 
 TEST_CASE("matmul: the prefetched path's k in one pass where C is beyond L2", "[matmul]") {
   // GemmPath::prefetched runs k in chunks of 256 (every panel per chunk), or all of k in one pass
-  // where C is beyond L2 and A within half of it (gemm_prefetched_kc, matmul/gemm.cpp). The rule
-  // on this CPU's L2 at both of its edges; then 9 rows (AVX2's first on the path) of k = 300
-  // against n = L2 / 36 + 29 columns, C just over L2: one pass (a chunk of 256 and one of 44
-  // before), within the reference's tolerance on every ISA with the path, threads 1 and 2
-  // bit-identical. Natively only: under an emulator's 4 MiB L2 the product would be 315 M
-  // multiply-adds per run (the emulated runs take the chunks in the test above).
+  // where C is beyond L2, A within half of it and a panel's k rows of B within L2's sets: at most
+  // L2 / max(gcd(row bytes, 4096), panel bytes per row) rows (gemm_prefetched_kc,
+  // matmul/gemm.cpp). The rule on this CPU's L2 at each of its edges; then 9 rows (AVX2's first on
+  // the path) of k = 300 against n = L2 / 36 + 29 columns, C just over L2: one pass (a chunk of
+  // 256 and one of 44 before), within the reference's tolerance on every ISA with the path,
+  // threads 1 and 2 bit-identical. Natively only: under an emulator's 4 MiB L2 the product would
+  // be 315 M multiply-adds per run (the emulated runs take the chunks in the test above).
   const std::size_t l2 = attn::detail::cpu_info().l2_bytes, m = 9, k = 300;
   const std::size_t n_over = l2 / (4 * m) + 29, n_within = l2 / (4 * m);
-  const std::size_t k_over = l2 / 2 / (4 * m) + 1;  // A just over half of L2
-  using attn::detail::gemm_prefetched_kc;
-  CHECK(gemm_prefetched_kc({m, n_over, k}) == k);
-  CHECK(gemm_prefetched_kc({m, n_within, k}) == 256);
-  CHECK(gemm_prefetched_kc({m, n_over, k_over - 1}) == k_over - 1);
-  CHECK(gemm_prefetched_kc({m, n_over, k_over}) == 256);
-  if (attn_test::emulated()) return;
+  // 48 rows, C over L2: A just over half of L2 at k_over (B's rows within L2's sets).
+  const std::size_t m48 = 48, n48 = l2 / (4 * m48) + 29, k_over = l2 / 2 / (4 * m48) + 1;
+  // Row strides past n_over, an odd multiple of 1 KiB (L2 / 1024 rows fit) and a multiple of
+  // 4 KiB (L2 / 4096).
+  const std::size_t ld_1k = (n_over / 512 + 1) * 512 + 256, ld_4k = (n_over / 1024 + 1) * 1024;
   const Case cs{m, n_over, k, Transpose::no, Transpose::no, -0.5f, 1.0f, 0};
   for (attn::Isa isa : attn_test::test_isas()) {
     const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
     REQUIRE(kern != nullptr);
     if (kern->gemm_prefetch_b == nullptr) continue;
+    INFO("isa " << attn::isa_name(isa));
+    const auto kc = [&](std::size_t n, std::size_t kk, std::size_t ldb, std::size_t rows) {
+      return attn::detail::gemm_prefetched_kc(*kern, {rows, n, kk}, {nullptr, ldb, 1});
+    };
+    CHECK(kc(n_over, k, n_over, m) == k);
+    CHECK(kc(n_within, k, n_over, m) == 256);
+    CHECK(kc(n48, k_over - 1, n48, m48) == k_over - 1);
+    CHECK(kc(n48, k_over, n48, m48) == 256);
+    CHECK(kc(n_over, l2 / 1024, ld_1k, m) == l2 / 1024);
+    CHECK(kc(n_over, l2 / 1024 + 1, ld_1k, m) == 256);
+    CHECK(kc(n_over, l2 / 4096, ld_4k, m) == l2 / 4096);
+    CHECK(kc(n_over, l2 / 4096 + 1, ld_4k, m) == 256);
+    if (attn_test::emulated()) continue;
     CHECK(attn::detail::gemm_path(*kern, {m, n_over, k}, {nullptr, k, 1}, {nullptr, n_over, 1}) ==
           attn::detail::GemmPath::prefetched);
     std::vector<float> first;
     for (int t : {1, 2}) {
-      INFO("isa " << attn::isa_name(isa) << " threads " << t << " n " << n_over);
+      INFO("threads " << t << " n " << n_over);
       attn::Context ctx = attn_test::make_context(isa, t);
       attn_test::Rng rng(47);
       std::vector<float> c;

@@ -357,22 +357,33 @@ std::size_t gemm_prefetched_max_rows(const Kernels& kern, const GemmOperand& b) 
 }
 
 // GemmPath::prefetched's k chunk (gemm.hpp): all of k at once where C is beyond L2 (each further
-// chunk would read and write all of C from L3 again) and A within half of it (every panel reads
-// all of A: it stays in L2). Zen 5, AVX-512, bench/ab-lib against chunks of 256, inputs 16 bytes
-// past a line, 11-15 pairs: 128 x 2304 x 768 0.951-0.977x the time (two threads 0.963x), 112 and
-// 144 rows 0.970x and 0.973x, 168 x 2304 x 512 0.974x. The rule keeps the chunks wherever all of
-// k lost there: C within L2 (128 x 768 x 768 1.068x, 96 x 768 x 1024 1.118x, 192 x 768 x 768
-// 1.074x, 128 x 1024 x 1024 1.013x, 16 x 1024 x 1024 1.105x) or A beyond half of L2 (160 x 2304
-// x 1024, 640 KiB of A, 1.140x; 128 x 768 x 3072 1.115x). It also keeps them where all of k won
+// chunk would read and write all of C from L3 again), A within half of it (every panel reads all
+// of A: it stays in L2) and a panel's k rows of B fit in L2's sets (the groups of rows after the
+// first read them there). Rows ldb floats apart fall on L2 sets gcd(ldb * 4, 4096) bytes apart
+// within a page (above that the physical page decides), so L2 holds about L2 / max(that gcd, the
+// panel's bytes per row) of them. Zen 5, AVX-512, bench/ab-lib against chunks of 256, inputs 16
+// bytes past a line, 9-15 pairs: 128 x 2304 x 768 0.951-0.982x the time (two threads 0.963x),
+// 112 and 144 rows 0.970x and 0.973x, 168 x 2304 x 512 0.974x, 48 x 6000 x 1536 0.966x, 40 x 8000
+// x 1536 0.969x, 64 x 4500 x 1800 0.977x. The rule keeps the chunks wherever all of k lost there:
+// B's rows over the sets (48 x 6144, 5888 and 5632 x 1536: 1.277x, 1.229x, 1.138x), C within L2
+// (128 x 768 x 768 1.068x, 96 x 768 x 1024 1.118x, 192 x 768 x 768 1.074x, 128 x 1024 x 1024
+// 1.013x, 16 x 1024 x 1024 1.105x, 48 x 1536 x 1536 1.189x) or A beyond half of L2 (160 x 2304 x
+// 1024, 640 KiB of A, 1.140x; 128 x 768 x 3072 1.115x). It also keeps them where all of k won
 // with C within L2 (8 x 3072 x 768 0.93-0.94x, 16-56 rows of 2304 x 768 0.96-0.97x, 16 x 768 x
-// 3072 0.95x, 160 x 768 x 768 0.975x) but shapes of the same sizes lost, by causes not found (rows
-// of B or A a multiple of 3 or 4 KiB apart in most of the losses). Not measured on the Intel Xeon,
+// 3072 0.95x, 160 x 768 x 768 0.975x) but shapes of like sizes lost, by causes not found. Shapes
+// measured after the rule was set, all of k against chunks: 32 x 9000 x 1024 0.935x, 64 x 5000 x
+// 1200 0.938x (two threads 0.970x), 176 x 2304 x 640 0.962x. Not measured on the Intel Xeon,
 // whose 2 MiB L2 and 48-row limit leave the rule to n > 10922.
-std::size_t gemm_prefetched_kc(const GemmShape& s) {
+std::size_t gemm_prefetched_kc(const Kernels& kern, const GemmShape& s, const GemmOperand& b) {
   const std::size_t l2 = cpu_info().l2_bytes;
   const bool c_beyond_l2 = s.m * s.n > l2 / sizeof(float);
   const bool a_within_half = s.m * s.k <= l2 / 2 / sizeof(float);
-  return c_beyond_l2 && a_within_half ? s.k : kPrefetchedKc;
+  std::size_t set_step = 4096;  // gcd(row bytes, 4096)
+  while (b.rs * sizeof(float) % set_step != 0)
+    set_step /= 2;
+  const std::size_t row_bytes = std::max(set_step, kern.gemm_prefetch_b_nr * sizeof(float));
+  const bool b_rows_fit = s.k <= l2 / row_bytes;
+  return c_beyond_l2 && a_within_half && b_rows_fit ? s.k : kPrefetchedKc;
 }
 
 GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
@@ -779,7 +790,7 @@ void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float
   const std::size_t nr = kern.gemm_prefetch_b_nr;
   prefetched_panels(
       kern.gemm_prefetch_b, nr, gemm_prefetched_first_panel(kern, b), kern.gemm_prefetch_b_mr,
-      kern.gemm_prefetch_b_mr, gemm_prefetched_kc(s), threads, s, alpha, a,
+      kern.gemm_prefetch_b_mr, gemm_prefetched_kc(kern, s, b), threads, s, alpha, a,
       [&](std::size_t pc, std::size_t, std::size_t, std::size_t j0) {
         return b.data + pc * b.rs + j0;
       },

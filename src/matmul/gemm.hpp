@@ -32,9 +32,10 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& shape, const GemmOperan
 
 // The most rows GemmPath::prefetched takes against this row-major B on this CPU.
 std::size_t gemm_prefetched_max_rows(const Kernels& kern, const GemmOperand& b);
-// The k steps of each of GemmPath::prefetched's passes over its panels: all of k, or chunks
-// (the last one shorter) where C fits L2 or A does not fit half of it.
-std::size_t gemm_prefetched_kc(const GemmShape& shape);
+// The k steps of each of GemmPath::prefetched's passes over its panels against this row-major
+// B: all of k, or chunks (the last one shorter) where C fits L2, A does not fit half of it or a
+// panel's rows of B do not fit L2's sets.
+std::size_t gemm_prefetched_kc(const Kernels& kern, const GemmShape& shape, const GemmOperand& b);
 // The columns of GemmPath::prefetched's first panel against this row-major B (its later panels
 // are Kernels::gemm_prefetch_b_nr wide): fewer where that puts the later panels' rows on vector
 // boundaries (0 on a table without gemm_prefetch_b).
