@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 
 #include "core/parallel.hpp"
 #include "dispatch/cpu.hpp"
@@ -378,9 +379,7 @@ std::size_t gemm_prefetched_kc(const Kernels& kern, const GemmShape& s, const Ge
   const std::size_t l2 = cpu_info().l2_bytes;
   const bool c_beyond_l2 = s.m * s.n > l2 / sizeof(float);
   const bool a_within_half = s.m * s.k <= l2 / 2 / sizeof(float);
-  std::size_t set_step = 4096;  // gcd(row bytes, 4096)
-  while (b.rs * sizeof(float) % set_step != 0)
-    set_step /= 2;
+  const std::size_t set_step = std::gcd(b.rs * sizeof(float), std::size_t{4096});
   const std::size_t row_bytes = std::max(set_step, kern.gemm_prefetch_b_nr * sizeof(float));
   const bool b_rows_fit = s.k <= l2 / row_bytes;
   return c_beyond_l2 && a_within_half && b_rows_fit ? s.k : kPrefetchedKc;
