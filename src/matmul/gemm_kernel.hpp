@@ -101,15 +101,19 @@ inline void rank1_update_packed(vfloat<A> (&acc)[MR][NV], const vfloat<A> (&bv)[
 
 // Starts fetching the first m rows of the tile of C, for writing: a large GEMM finds C in L3 or
 // memory at each KC pass, and the k loop then hides the misses (BLIS's kernels do the same).
+// Every line a row touches: one per 64 bytes from its start, and the line of its last byte, which
+// is one more where the row does not start on a line (a C from malloc starts 16 bytes past one).
 template <class A, int MR, int NV>
 inline void prefetch_tile(const float* c, std::size_t ldc, std::size_t m) {
+  constexpr int kRowBytes = NV * static_cast<int>(lanes<A> * sizeof(float));
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
     if (static_cast<std::size_t>(i) >= m) break;
-    const float* row = c + static_cast<std::size_t>(i) * ldc;
+    const char* row = reinterpret_cast<const char*>(c + static_cast<std::size_t>(i) * ldc);
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j)
-      __builtin_prefetch(row + static_cast<std::size_t>(j) * lanes<A>, 1);
+    for (int b = 0; b < kRowBytes; b += 64)
+      __builtin_prefetch(row + b, 1);
+    __builtin_prefetch(row + kRowBytes - 1, 1);
   }
 }
 

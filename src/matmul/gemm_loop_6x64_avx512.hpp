@@ -66,8 +66,9 @@ namespace ATTN_ISA_NS {
   "vmovaps %%zmm0, %%zmm16\n\t" "vmovaps %%zmm0, %%zmm17\n\t" "vmovaps %%zmm0, %%zmm18\n\t"      \
   "vmovaps %%zmm0, %%zmm19\n\t" "vmovaps %%zmm0, %%zmm20\n\t" "vmovaps %%zmm0, %%zmm21\n\t"      \
   "vmovaps %%zmm0, %%zmm22\n\t" "vmovaps %%zmm0, %%zmm23\n\t"
-// prefetcht0 of the first c_rows rows of the C tile (4 lines from c, row stride ldc_bytes),
-// local labels 5 and 6.
+// prefetcht0 of the first c_rows rows of the C tile (row stride ldc_bytes): 4 lines from c and the
+// line of each row's last byte, a fifth where C does not start on a line (prefetch_tile in
+// gemm_kernel.hpp); local labels 5 and 6.
 #define ATTN_L6_PREFETCH_C                \
   "test %[c_rows], %[c_rows]\n\t"         \
   "jz 6f\n\t"                             \
@@ -76,6 +77,7 @@ namespace ATTN_ISA_NS {
   "prefetcht0 64(%[c])\n\t"               \
   "prefetcht0 128(%[c])\n\t"              \
   "prefetcht0 192(%[c])\n\t"              \
+  "prefetcht0 255(%[c])\n\t"              \
   "add %[ldc_bytes], %[c]\n\t"            \
   "dec %[c_rows]\n\t"                     \
   "jnz 5b\n\t"                            \
