@@ -259,6 +259,37 @@ TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul
   run_across_threads(cases, {1, 2, 3}, 37);
 }
 
+TEST_CASE("matmul: the rows kernel's B off a vector boundary", "[matmul]") {
+  // Where all of B's rows start the same number of floats past a vector boundary (ldb a whole
+  // number of vectors), the rows kernel's first block starts its sums that far into its scratch
+  // and takes its first columns up to the boundary as one partial vector, so that its whole
+  // vectors load B on boundaries (gemm_rows_kernel, matmul/gemm_rows_kernel.hpp). B's view starts
+  // 0, 1, 4 (malloc's large blocks: 16 bytes past a line), 8, 12 and 15 floats into a buffer on
+  // a line with ldb a multiple of 16 floats, and 4 floats in with ldb not a multiple of 4 (rows
+  // past different boundaries: no shift). 1 x 9000 x 7: blocks of 8192 columns, the first
+  // shortened by the shift (the second then starts on a boundary), a pass of 4 rows of B and 3
+  // single rows; 4 x 4250 x 70: blocks of 2048 and 3 threads splitting runs of 64 columns; 6 x
+  // 2101 x 150 (B 1.26 MB): on AVX2 the kernel for any number of rows on one thread and the rows
+  // split on three. Every result within the reference's tolerance and bit-identical to the
+  // first layout's (the same sums).
+  const auto on_rows = [](std::size_t m, std::size_t n, std::size_t k) {
+    return [m, n, k](const attn::detail::Kernels& kern, const float* b, std::size_t ldb) {
+      if (kern.gemm_rows != nullptr && m <= kern.gemm_rows_max) {
+        CHECK(attn::detail::gemm_path(kern, {m, n, k}, {nullptr, k, 1}, {b, ldb, 1}) ==
+              attn::detail::GemmPath::rows);
+      }
+    };
+  };
+  check_b_layouts({1, 9000, 7, Transpose::no, Transpose::no, -0.5f, 1.0f, 0},
+                  {{0, 9008}, {1, 9008}, {4, 9008}, {8, 9008}, {12, 9008}, {15, 9008}, {4, 9001}},
+                  {1}, 47, true, on_rows(1, 9000, 7));
+  check_b_layouts({4, 4250, 70, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+                  {{0, 4256}, {4, 4256}, {13, 4256}, {4, 4253}}, {1, 3}, 53, true,
+                  on_rows(4, 4250, 70));
+  check_b_layouts({6, 2101, 150, Transpose::no, Transpose::no, 2.0f, -0.5f, 0},
+                  {{0, 2112}, {4, 2112}, {9, 2112}}, {1, 3}, 59, true, on_rows(6, 2101, 150));
+}
+
 TEST_CASE("matmul: gemm_path sends one no-packing tile to the direct path", "[matmul]") {
   // gemm() and gemm_scratch_bytes take a product of at most gemm_direct_mr x gemm_direct_nr with
   // row-major A and B, k <= 1024 and B within half of L2 straight to the direct tile
