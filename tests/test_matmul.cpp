@@ -217,24 +217,24 @@ TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul
   // m <= 4 (Kernels::gemm_rows_max) with A row-major and n wider than one no-packing tile takes
   // GemmPath::rows (matmul/gemm.cpp) on the SIMD ISAs. With B row-major, the rows kernel reads
   // B row after row, 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes),
-  // then single rows for the rest of k, into blocks of 8192 / m columns (rounded down to 64) of
-  // scratch; the threads split the columns in runs of 64. 5 to 8 rows take it on AVX2 where B is
-  // over half of L2 (these four cases' B: 1.04-1.20 MiB), with A's values broadcast from memory on
-  // one thread and the rows split among threads (2 to 4 each, the register tiles) on more (the
-  // other ISAs' GemmPath::prefetched tile takes them from Kernels::gemm_prefetch_b_min_rows: see
-  // the next test). Cases: k
-  // = 1 (no whole pass), 7 (a pass and 3 single rows), 331; n not a multiple of any vector (33,
-  // 2100, 4250), and over one block (m = 1: 9000 columns, 2 blocks; m = 4: 4250, 3 blocks of 2048);
-  // every row count. With B^T (the last nine; a stride past the row, so that k = 1 is a B^T too),
-  // each output is a dot product of a row of A and a row of B^T in 4 (1 row), 2 (2 rows) or 1
-  // vector accumulators, a last partial vector, one vector's worth of outputs summed at once: k of
-  // 1 (the partial vector alone), 7, 64 (whole vectors), 137, 167, 300, 600 and 1030; n of 33 (a
-  // partial group of outputs), 70, 100, 1100, 2100, 4250; 5 to 8 rows (Kernels::gemm_rows_t_max)
-  // where B^T is over half of L2 and A's rows fit in two thirds of L1 (the last three: B^T 1.15,
-  // 1.32 and 2.5 MB, the last over half of the emulators' 4 MiB L2 too). Alpha 1 with beta 0, alpha
-  // and beta other than 0 and 1; strides past the row; threads 1, 2 and 3 bit-identical (gemm runs
-  // one thread below 2 MFLOP: 9000 x 7 does not, 4250 x 70, 2100 x 331 and the B^T cases of
-  // 167-1030 do). The scalar ISA and A^T take other paths.
+  // then single rows for the rest of k, into blocks of at most 4096 / m columns (rounded down to
+  // 64) of scratch, of equal widths; the threads split the columns in runs of 64. 5 to 8 rows take
+  // it on AVX2 where B is over half of L2 (these four cases' B: 1.04-1.20 MiB), with A's values
+  // broadcast from memory on one thread and the rows split among threads (2 to 4 each, the register
+  // tiles) on more (the other ISAs' GemmPath::prefetched tile takes them from
+  // Kernels::gemm_prefetch_b_min_rows: see the next test). Cases: k = 1 (no whole pass), 7 (a pass
+  // and 3 single rows), 331; n not a multiple of any vector (33, 2100, 4250), and over one block (m
+  // = 1: 9000 columns, 3 blocks of 3000; m = 4: 4250, 5 of 850); every row count. With B^T (the
+  // last nine; a stride past the row, so that k = 1 is a B^T too), each output is a dot product of
+  // a row of A and a row of B^T in 4 (1 row), 2 (2 rows) or 1 vector accumulators, a last partial
+  // vector, one vector's worth of outputs summed at once: k of 1 (the partial vector alone), 7, 64
+  // (whole vectors), 137, 167, 300, 600 and 1030; n of 33 (a partial group of outputs), 70, 100,
+  // 1100, 2100, 4250; 5 to 8 rows (Kernels::gemm_rows_t_max) where B^T is over half of L2 and A's
+  // rows fit in two thirds of L1 (the last three: B^T 1.15, 1.32 and 2.5 MB, the last over half of
+  // the emulators' 4 MiB L2 too). Alpha 1 with beta 0, alpha and beta other than 0 and 1; strides
+  // past the row; threads 1, 2 and 3 bit-identical (gemm runs one thread below 2 MFLOP: 9000 x 7
+  // does not, 4250 x 70, 2100 x 331 and the B^T cases of 167-1030 do). The scalar ISA and A^T take
+  // other paths.
   const Case cases[] = {
       {1, 9000, 7, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {2, 33, 1, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
@@ -266,12 +266,14 @@ TEST_CASE("matmul: the rows kernel's B off a vector boundary", "[matmul]") {
   // vectors load B on boundaries (gemm_rows_kernel, matmul/gemm_rows_kernel.hpp). B's view starts
   // 0, 1, 4 (malloc's large blocks: 16 bytes past a line), 8, 12 and 15 floats into a buffer on
   // a line with ldb a multiple of 16 floats, and 4 floats in with ldb not a multiple of 4 (rows
-  // past different boundaries: no shift). 1 x 9000 x 7: blocks of 8192 columns, the first
-  // shortened by the shift (the second then starts on a boundary), a pass of 4 rows of B and 3
-  // single rows; 4 x 4250 x 70: blocks of 2048 and 3 threads splitting runs of 64 columns; 6 x
-  // 2101 x 150 (B 1.26 MB): on AVX2 the kernel for any number of rows on one thread and the rows
-  // split on three. Every result within the reference's tolerance and bit-identical to the
-  // first layout's (the same sums).
+  // past different boundaries: no shift). 1 x 9000 x 7: 3 blocks of about 3000 columns (at most
+  // 4096), the first shortened by the shift (the second then starts on a boundary), a pass of 4
+  // rows of B and 3 single rows; 4 x 4250 x 70: 5 blocks of about 850 (at most 1024) and 3
+  // threads splitting runs of 64 columns; 4 x 2028 x 70 at 12 floats (AVX-512): 2 blocks, of
+  // 1012 and 1016 columns, the first's sums ending where the next row's start; 6 x 2101 x 150
+  // (B 1.26 MB): on AVX2 the kernel for any number of rows on one thread and the rows split on
+  // three. Every result within the reference's tolerance and bit-identical to the first layout's
+  // (the same sums).
   const auto on_rows = [](std::size_t m, std::size_t n, std::size_t k) {
     return [m, n, k](const attn::detail::Kernels& kern, const float* b, std::size_t ldb) {
       if (kern.gemm_rows != nullptr && m <= kern.gemm_rows_max) {
@@ -286,6 +288,8 @@ TEST_CASE("matmul: the rows kernel's B off a vector boundary", "[matmul]") {
   check_b_layouts({4, 4250, 70, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
                   {{0, 4256}, {4, 4256}, {13, 4256}, {4, 4253}}, {1, 3}, 53, true,
                   on_rows(4, 4250, 70));
+  check_b_layouts({4, 2028, 70, Transpose::no, Transpose::no, -0.5f, 0.0f, 0},
+                  {{0, 2032}, {12, 2032}}, {1}, 61, true, on_rows(4, 2028, 70));
   check_b_layouts({6, 2101, 150, Transpose::no, Transpose::no, 2.0f, -0.5f, 0},
                   {{0, 2112}, {4, 2112}, {9, 2112}}, {1, 3}, 59, true, on_rows(6, 2101, 150));
 }

@@ -176,10 +176,10 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
 
 // GemmPath::rows: at most Kernels::gemm_rows_max rows of a row-major A (kRowsMax where B is over
 // half of L2 and fewer than Kernels::gemm_prefetch_b_min_rows: AVX2) against a row-major B wider
-// than one no-packing tile (a decoding step's
-// projections), read row after row by the rows
+// than one no-packing tile (a decoding step's projections), read row after row by the rows
 // kernel (matmul/gemm_rows_kernel.hpp) with the rows of C accumulating in kRowsAccFloats of
-// scratch per thread (32 KiB, in L1); the threads split the columns in runs of kRowsColumns.
+// scratch per thread (16 KiB, a third of a 48 KiB L1, so that the lines of B streaming through do
+// not evict them); the threads split the columns in runs of kRowsColumns.
 // Intel Xeon of the README, against the streamed and Goto paths (bench/ab-lib, 9 pairs, one and two
 // threads): AVX-512 1 x 2304 x 768 0.601x the time (2 threads 0.504x; against the Goto path
 // 0.33x), 4 x 2304 x 768 0.668x (0.577x), 1 x 768 x 3072 0.583x, 4 x 3072 x 768 0.502x; AVX2 and
@@ -214,7 +214,16 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
 // groups of 4 rows over blocks of 64 columns) help: 16 rows 0.97x, 32 rows 1.14x, 48 rows 1.49x
 // (one of the two operands streams from L2 in every tile). The same
 // prefetch in the row-major kernel, 4 passes of B ahead, took 1.06-1.08x the time.
-constexpr std::size_t kRowsAccFloats = 8192;
+// The sums took 32 KiB until 2026-12-02; Zen 5, with the kernel's blocks of equal width (its
+// last block had been whatever was left, as narrow as 64 columns), 16 KiB against 32 KiB
+// (AB_LIB_OFFSET=16 bench/ab-lib, 9 pairs; the same sums): AVX-512 2 x 2304 x 768 0.902x the time,
+// 3 rows 0.806x, 4 rows 0.853x (two threads 0.947x; with 16 KiB but the old blocks, whose last
+// was then 128 columns, 1.345x), 4 x 3072 x 768 0.902x, 4 x 4096 x 1024 0.894x, 4 x 768 x 3072
+// 1.012x, 3 x 1000 x 1000 0.990x; 1 row within the noise (1 x 2304 x 768 1.015x, 1 x 768 x 3072
+// 0.992x, 1 x 4096 x 1024 1.039x; the 32 KiB build against itself read 0.977-1.030x); AVX2 4 x
+// 2304 x 768 0.882x, 8 rows 0.878x, 6 x 3072 x 768 0.993x, 1 row 1.009x; SSE2 1 and 4 rows
+// 1.03x and 1.02x.
+constexpr std::size_t kRowsAccFloats = 4096;
 constexpr std::size_t kRowsColumns = 64;
 constexpr std::size_t kRowsMax = 8;  // row-major B; B^T: Kernels::gemm_rows_t_max
 

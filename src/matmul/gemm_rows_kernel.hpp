@@ -94,8 +94,9 @@ inline void rows_pass_many(std::size_t rows, const float* a, std::size_t lda, co
   }
 }
 
-// C[R x n] = alpha * A B + beta * C (+ bias), columns in blocks of `block` (a multiple of the
-// lanes) whose R x block accumulators live in acc; per block the sums
+// C[R x n] = alpha * A B + beta * C (+ bias), columns in blocks of at most `block` (a multiple of
+// the lanes), of equal widths (a narrow last block would read B's rows in short runs that the
+// prefetchers do not follow), whose R x block accumulators live in acc; per block the sums
 // start at -0 (as the register tiles' do) and take U rows of B per pass over them, then go to C as
 // store_tile writes a tile: fma(alpha, acc, bias or -0), then fma(beta, c, that) unless beta == 0.
 template <class A, int R>
@@ -118,8 +119,11 @@ void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const f
   constexpr std::size_t kVectorBytes = L * sizeof(float);
   std::size_t shift =
       ldb % L == 0 ? reinterpret_cast<std::uintptr_t>(b) % kVectorBytes / sizeof(float) : 0;
+  // Blocks of `even` columns, the first `shift` short, the last whatever is left (at most block).
+  const std::size_t blocks = (n + shift + block - 1) / block;
+  const std::size_t even = ((n + shift + blocks - 1) / blocks + L - 1) / L * L;  // <= block
   for (std::size_t j0 = 0, w = 0; j0 < n; j0 += w, shift = 0) {
-    w = n - j0 < block - shift ? n - j0 : block - shift;
+    w = n - j0 <= block - shift ? n - j0 : even - shift;
     const std::size_t head = shift == 0 ? 0 : L - shift;
     float* const sums = acc + shift;
     for (std::size_t i = 0; i < rows; ++i) {
