@@ -314,6 +314,44 @@ TEST_CASE("matmul: gemm_path sends one no-packing tile to the direct path", "[ma
   }
 }
 
+TEST_CASE("matmul: gemm_one_tile serves one no-packing tile and nothing else", "[matmul]") {
+  // attn::matmul asks gemm_one_tile (matmul/gemm.cpp) before sizing scratch: a product of one
+  // no-packing tile runs there, bit-identical to gemm(); for any other product (one more row or
+  // column, k over 1024, k = 0, a transposed A or B) it answers false and leaves C alone.
+  using attn::detail::GemmOperand;
+  using attn::detail::GemmShape;
+  attn_test::Rng rng(67);
+  const std::size_t ld = 1100;
+  const auto a = rng.uniform_vec(40 * ld), b = rng.uniform_vec(1100 * ld);
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    const std::size_t mr = kern->gemm_direct_mr, nr = kern->gemm_direct_nr;
+    INFO("isa " << attn::isa_name(isa));
+    const GemmOperand ga{a.data(), ld, 1}, gb{b.data(), ld, 1};
+    const GemmShape tile{mr, nr, 64};
+    std::vector<float> c1(mr * ld, 0.5f), c2 = c1;
+    REQUIRE(attn::detail::gemm_one_tile(*kern, tile, 1.5f, ga, gb, -0.5f, c1.data(), ld));
+    attn::detail::gemm(*kern, 1, tile, 1.5f, ga, gb, -0.5f, c2.data(), ld, nullptr);
+    CHECK(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)) == 0);
+    const struct {
+      GemmShape shape;
+      GemmOperand a, b;
+    } others[] = {{{mr + 1, nr, 64}, ga, gb},
+                  {{mr, nr + 1, 64}, ga, gb},
+                  {{mr, nr, 1025}, ga, gb},
+                  {{mr, nr, 0}, ga, gb},
+                  {{mr, nr, 64}, {a.data(), 1, ld}, gb},
+                  {{mr, nr, 64}, ga, {b.data(), 1, ld}}};
+    for (const auto& o : others) {
+      INFO("m " << o.shape.m << " n " << o.shape.n << " k " << o.shape.k);
+      std::vector<float> c((mr + 1) * ld, 0.5f);
+      CHECK_FALSE(attn::detail::gemm_one_tile(*kern, o.shape, 1.0f, o.a, o.b, 0.0f, c.data(), ld));
+      CHECK(std::all_of(c.begin(), c.end(), [](float v) { return v == 0.5f; }));
+    }
+  }
+}
+
 TEST_CASE("matmul: 5 to 48 rows against a large B read in place, its rows prefetched", "[matmul]") {
   // From Kernels::gemm_prefetch_b_min_rows (5; AVX2 9) to 48 rows of a row-major A against a
   // row-major B over half of L2 take GemmPath::prefetched (matmul/gemm.cpp) on the SIMD ISAs (on

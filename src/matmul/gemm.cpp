@@ -927,6 +927,13 @@ std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape
   return p.b_floats * sizeof(float) + static_cast<std::size_t>(threads) * per_thread;
 }
 
+bool gemm_one_tile(const Kernels& kern, const GemmShape& s, float alpha, const GemmOperand& a,
+                   const GemmOperand& b, float beta, float* c, std::size_t ldc) {
+  if (s.m == 0 || s.n == 0 || s.k == 0 || !one_direct_tile(kern, s, a, b)) return false;
+  direct_tile(kern, false, s, alpha, a, 0, s.m, b.data, b.rs, 0, beta, c, ldc, nullptr);
+  return true;
+}
+
 void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, const GemmOperand& a,
           const GemmOperand& b, float beta, float* c, std::size_t ldc, void* scratch,
           const float* bias) {

@@ -55,6 +55,12 @@ void gemm(const Kernels& kern, int threads, const GemmShape& shape, float alpha,
           const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
           void* scratch, const float* bias = nullptr);
 
+// gemm() for a product of one no-packing tile (the seed's 6 x 16 x 64), which needs no scratch:
+// false, touching nothing, for any other product (and for k == 0). attn::matmul asks it before
+// sizing scratch, so that such a call runs the path rules once.
+bool gemm_one_tile(const Kernels& kern, const GemmShape& shape, float alpha, const GemmOperand& a,
+                   const GemmOperand& b, float beta, float* c, std::size_t ldc);
+
 // op(B) packed once (attn::PackedMatrix) in the layout the Goto and streamed loops pack it into
 // per call: for each block of KC rows (the table's KC on this CPU), the gemm_nr-wide column
 // panels as contiguous kc x NR slivers, columns past n zero. Block pc (a multiple of KC) starts

@@ -20,6 +20,9 @@ Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, MatrixView<
                                                      : detail::GemmOperand{a.data, 1, a.stride};
   const detail::GemmOperand gb = tb == Transpose::no ? detail::GemmOperand{b.data, b.stride, 1}
                                                      : detail::GemmOperand{b.data, 1, b.stride};
+  if (detail::gemm_one_tile(*st->kernels, shape, alpha, ga, gb, beta, c.data, c.stride)) {
+    return Status::Ok();
+  }
   void* scratch = nullptr;
   const std::size_t bytes = detail::gemm_scratch_bytes(*st->kernels, st->threads, shape, ga, gb);
   if (bytes > 0) ATTN_RETURN_IF_ERROR(st->scratch(bytes, &scratch));
