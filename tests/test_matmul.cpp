@@ -294,6 +294,64 @@ TEST_CASE("matmul: the rows kernel's B off a vector boundary", "[matmul]") {
                   {{0, 2112}, {4, 2112}, {9, 2112}}, {1, 3}, 59, true, on_rows(6, 2101, 150));
 }
 
+TEST_CASE("matmul: A B^T by dot products with A's rows copied onto lines", "[matmul]") {
+  // GemmPath::rows against a B^T copies A's rows to the thread's scratch, each on a cache line,
+  // where they do not start on a vector boundary and the copy fits the scratch (rows_t_copies_a
+  // in matmul/gemm.cpp). A's view starts 0, 1 and 4 floats into a buffer on a line with a row
+  // stride of k, k + 1 and a multiple of 16 floats; 1 x 2100 x 300 and 4 x 700 x 300 (copied but
+  // on a line), 4 x 700 x 1100 (4 rows of 1104 floats: over the scratch, read in place), on
+  // threads 1 and 2. Every result within the reference's tolerance and bit-identical to the
+  // first layout's (the same values, the same sums).
+  struct ALayout {
+    std::size_t offset, lda;
+  };
+  const auto check = [](const Case& cs, std::initializer_list<ALayout> layouts,
+                        std::uint32_t seed) {
+    const std::size_t m = cs.m, n = cs.n, k = cs.k;
+    attn_test::Rng rng(seed);
+    const auto a_rows = rng.uniform_vec(m * k);
+    const auto bt = rng.uniform_vec(n * k);
+    const auto c0 = rng.uniform_vec(m * n);
+    const MatrixView<const float> bv{bt.data(), n, k, k};
+    for (attn::Isa isa : attn_test::test_isas()) {
+      const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+      REQUIRE(kern != nullptr);
+      std::vector<float> first;
+      for (const ALayout& l : layouts) {
+        std::vector<float> storage(m * l.lda + 16 + l.offset);
+        float* const a = attn_test::line_start(storage, l.offset);
+        for (std::size_t i = 0; i < m; ++i)
+          std::copy_n(a_rows.data() + i * k, k, a + i * l.lda);
+        const MatrixView<const float> av{a, m, k, l.lda};
+        if (kern->gemm_rows_t != nullptr) {
+          CHECK(attn::detail::gemm_path(*kern, {m, n, k}, {a, l.lda, 1}, {bt.data(), 1, k}) ==
+                attn::detail::GemmPath::rows);
+        }
+        for (int t : {1, 2}) {
+          INFO("isa " << attn::isa_name(isa) << " m " << m << " k " << k << " threads " << t
+                      << " offset " << l.offset << " lda " << l.lda);
+          attn::Context ctx = attn_test::make_context(isa, t);
+          auto c = c0;
+          REQUIRE(attn::matmul(ctx, av, Transpose::no, bv, Transpose::yes, {c.data(), m, n, n},
+                               cs.alpha, cs.beta)
+                      .ok());
+          if (first.empty()) {
+            check_result(cs, av, bv, c0, c);
+            first = c;
+          } else {
+            CHECK(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0);
+          }
+        }
+      }
+    }
+  };
+  check({1, 2100, 300, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
+        {{0, 300}, {1, 300}, {4, 300}}, 71);
+  check({4, 700, 300, Transpose::no, Transpose::yes, -0.5f, 1.0f, 0},
+        {{0, 304}, {4, 304}, {1, 301}, {0, 300}}, 73);
+  check({4, 700, 1100, Transpose::no, Transpose::yes, 2.0f, -0.5f, 0}, {{0, 1104}, {4, 1104}}, 79);
+}
+
 TEST_CASE("matmul: gemm_path sends one no-packing tile to the direct path", "[matmul]") {
   // gemm() and gemm_scratch_bytes take a product of at most gemm_direct_mr x gemm_direct_nr with
   // row-major A and B, k <= 1024 and B within half of L2 straight to the direct tile
