@@ -723,7 +723,10 @@ void gemm_c_transposed(const Kernels& kern, int threads, const GemmShape& s, flo
 // same). Only where the copy fits the kRowsAccFloats of scratch. Zen 5, A and B^T 16 bytes past
 // a line (AB_LIB_OFFSET=16 bench/ab-lib, 9 pairs) against reading A in place: AVX-512 A B^T
 // 1 x 2304 x 768 0.820x the time (two threads 0.660x), 4 x 2304 x 768 0.624x, 1 x 768 x 3072
-// 0.878x, 2 x 4096 x 1024 0.728x; AVX2 1 x 2304 x 768 0.862x; on lines, level (1.005x).
+// 0.878x, 2 x 4096 x 1024 0.728x; AVX2 1 x 2304 x 768 0.862x; on lines, level (1.005x). SSE2's
+// 16-byte vectors start on boundaries at that offset (no copy); its one-row kernel, called with
+// the same arguments, read 1.054-1.071x the time at offsets 16 and 0 in that build, 4 rows 1.004x:
+// where the linker placed the loop, not this rule.
 bool rows_t_copies_a(const Kernels& kern, const GemmShape& s, const GemmOperand& a) {
   constexpr std::size_t kLineFloats = kLineBytes / sizeof(float);
   const std::size_t lanes = kern.gemm_direct_narrow_nr;
