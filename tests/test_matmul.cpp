@@ -140,7 +140,8 @@ void check_b_layouts(const Case& cs, std::initializer_list<BLayout> layouts,
   attn_test::Rng rng(seed);
   const auto a = rng.uniform_vec(m * k);
   const auto b_rows = rng.uniform_vec(k * n);
-  const auto c0 = rng.uniform_vec(m * n);
+  auto c0 = rng.uniform_vec(m * n);
+  if (cs.beta == 0.0f) std::fill(c0.begin(), c0.end(), attn_test::nan_f());  // never read
   const MatrixView<const float> av{a.data(), m, k, k};
   for (attn::Isa isa : attn_test::test_isas()) {
     const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
@@ -215,26 +216,26 @@ TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[mat
 
 TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul]") {
   // m <= 4 (Kernels::gemm_rows_max) with A row-major and n wider than one no-packing tile takes
-  // GemmPath::rows (matmul/gemm.cpp) on the SIMD ISAs. With B row-major, the rows kernel reads
-  // B row after row, 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes),
-  // then single rows for the rest of k, into blocks of at most 4096 / m columns (rounded down to
-  // 64) of scratch, of equal widths; the threads split the columns in runs of 64. 5 to 8 rows take
-  // it on AVX2 where B is over half of L2 (these four cases' B: 1.04-1.20 MiB), with A's values
-  // broadcast from memory on one thread and the rows split among threads (2 to 4 each, the register
-  // tiles) on more (the other ISAs' GemmPath::prefetched tile takes them from
+  // GemmPath::rows (matmul/gemm.cpp) on the SIMD ISAs. With B row-major, the rows kernel reads B
+  // row after row, 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes), then
+  // single rows for the rest of k, into blocks of at most 4096 / m columns (rounded down to 64) of
+  // scratch, of equal widths; the threads split the columns in runs of 64. 5 to 8 rows take it on
+  // AVX2 where B is over half of L2 (these four cases' B: 1.04-1.20 MiB), with A's values broadcast
+  // from memory on one thread and the rows split among threads (2 to 4 each, the register tiles) on
+  // more (the other ISAs' GemmPath::prefetched tile takes them from
   // Kernels::gemm_prefetch_b_min_rows: see the next test). Cases: k = 1 (no whole pass), 7 (a pass
   // and 3 single rows), 331; n not a multiple of any vector (33, 2100, 4250), and over one block (m
-  // = 1: 9000 columns, 3 blocks of 3000; m = 4: 4250, 5 of 850); every row count. With B^T (the
-  // last nine; a stride past the row, so that k = 1 is a B^T too), each output is a dot product of
-  // a row of A and a row of B^T in 4 (1 row), 2 (2 rows) or 1 vector accumulators, a last partial
-  // vector, one vector's worth of outputs summed at once: k of 1 (the partial vector alone), 7, 64
-  // (whole vectors), 137, 167, 300, 600 and 1030; n of 33 (a partial group of outputs), 70, 100,
-  // 1100, 2100, 4250; 5 to 8 rows (Kernels::gemm_rows_t_max) where B^T is over half of L2 and A's
-  // rows fit in two thirds of L1 (the last three: B^T 1.15, 1.32 and 2.5 MB, the last over half of
-  // the emulators' 4 MiB L2 too). Alpha 1 with beta 0, alpha and beta other than 0 and 1; strides
-  // past the row; threads 1, 2 and 3 bit-identical (gemm runs one thread below 2 MFLOP: 9000 x 7
-  // does not, 4250 x 70, 2100 x 331 and the B^T cases of 167-1030 do). The scalar ISA and A^T take
-  // other paths.
+  // = 1: 9000 columns, 3 blocks of about 3000 on one thread; m = 4: 4250, 5 of about 850); every
+  // row count. With B^T (the last nine; a stride past the row, so that k = 1 is a B^T too), each
+  // output is a dot product of a row of A and a row of B^T in 4 (1 row), 2 (2 rows) or 1 vector
+  // accumulators, a last partial vector, one vector's worth of outputs summed at once: k of 1 (the
+  // partial vector alone), 7, 64 (whole vectors), 137, 167, 300, 600 and 1030; n of 33 (a partial
+  // group of outputs), 70, 100, 1100, 2100, 4250; 5 to 8 rows (Kernels::gemm_rows_t_max) where B^T
+  // is over half of L2 and A's rows fit in two thirds of L1 (the last three: B^T 1.15, 1.32 and 2.5
+  // MB, the last over half of the emulators' 4 MiB L2 too). Alpha 1 with beta 0, alpha and beta
+  // other than 0 and 1; strides past the row; threads 1, 2 and 3 bit-identical (gemm runs one
+  // thread below 2 MFLOP: 9000 x 7 does not, 4250 x 70, 2100 x 331 and the B^T cases of 167-1030
+  // do). The scalar ISA and A^T take other paths.
   const Case cases[] = {
       {1, 9000, 7, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {2, 33, 1, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
@@ -270,10 +271,15 @@ TEST_CASE("matmul: the rows kernel's B off a vector boundary", "[matmul]") {
   // 4096), the first shortened by the shift (the second then starts on a boundary), a pass of 4
   // rows of B and 3 single rows; 4 x 4250 x 70: 5 blocks of about 850 (at most 1024) and 3
   // threads splitting runs of 64 columns; 4 x 2028 x 70 at 12 floats (AVX-512): 2 blocks, of
-  // 1012 and 1016 columns, the first's sums ending where the next row's start; 6 x 2101 x 150
-  // (B 1.26 MB): on AVX2 the kernel for any number of rows on one thread and the rows split on
-  // three. Every result within the reference's tolerance and bit-identical to the first layout's
-  // (the same sums).
+  // 1012 and 1016 columns, each row's first-block sums ending at the end of its slot (the last
+  // row's at the end of the thread's scratch); 4 x 1020 x 70 and 1 x 4090 x 7 at 12 floats
+  // (AVX-512): one block's width of columns that the shift alone makes two (516 + 504, 2052 +
+  // 2038); 1 x 129 x 8000 and 1 x 148 x 8000 at 4 floats on 3 threads: the last thread's run of
+  // 1 or 20 columns starts 4 floats past a boundary, so the partial head takes all of it (1 <= 12
+  // on AVX-512, 1 <= 4 on AVX2) or leaves no whole vector after it (12 + 8 on AVX-512);
+  // 6 x 2101 x 150 (B 1.26 MB): on AVX2 the kernel for any number of rows on one thread and the
+  // rows split on three. C starts as NaN where beta == 0 (never read). Every result within the
+  // reference's tolerance and bit-identical to the first layout's (the same sums).
   const auto on_rows = [](std::size_t m, std::size_t n, std::size_t k) {
     return [m, n, k](const attn::detail::Kernels& kern, const float* b, std::size_t ldb) {
       if (kern.gemm_rows != nullptr && m <= kern.gemm_rows_max) {
@@ -292,16 +298,26 @@ TEST_CASE("matmul: the rows kernel's B off a vector boundary", "[matmul]") {
                   {{0, 2032}, {12, 2032}}, {1}, 61, true, on_rows(4, 2028, 70));
   check_b_layouts({6, 2101, 150, Transpose::no, Transpose::no, 2.0f, -0.5f, 0},
                   {{0, 2112}, {4, 2112}, {9, 2112}}, {1, 3}, 59, true, on_rows(6, 2101, 150));
+  check_b_layouts({4, 1020, 70, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+                  {{0, 1024}, {12, 1024}}, {1}, 67, true, on_rows(4, 1020, 70));
+  check_b_layouts({1, 4090, 7, Transpose::no, Transpose::no, -0.5f, 1.0f, 0},
+                  {{0, 4096}, {12, 4096}}, {1}, 83, true, on_rows(1, 4090, 7));
+  check_b_layouts({1, 129, 8000, Transpose::no, Transpose::no, 1.0f, 0.0f, 0}, {{0, 144}, {4, 144}},
+                  {1, 3}, 89, true, on_rows(1, 129, 8000));
+  check_b_layouts({1, 148, 8000, Transpose::no, Transpose::no, 2.0f, -0.5f, 0},
+                  {{0, 160}, {4, 160}}, {1, 3}, 97, true, on_rows(1, 148, 8000));
 }
 
 TEST_CASE("matmul: A B^T by dot products with A's rows copied onto lines", "[matmul]") {
   // GemmPath::rows against a B^T copies A's rows to the thread's scratch, each on a cache line,
   // where they do not start on a vector boundary and the copy fits the scratch (rows_t_copies_a
   // in matmul/gemm.cpp). A's view starts 0, 1 and 4 floats into a buffer on a line with a row
-  // stride of k, k + 1 and a multiple of 16 floats; 1 x 2100 x 300 and 4 x 700 x 300 (copied but
-  // on a line), 4 x 700 x 1100 (4 rows of 1104 floats: over the scratch, read in place), on
-  // threads 1 and 2. Every result within the reference's tolerance and bit-identical to the
-  // first layout's (the same values, the same sums).
+  // stride of k, k + 1 and a multiple of 16 floats; 1 x 4000 x 300 and 4 x 1700 x 300 (copied
+  // where not on vector boundaries), 4 x 700 x 1100 (4 rows of 1104 floats: over the scratch,
+  // read in place), on threads 1 and 2 (each over 2 MFLOP, so two threads run, each copying into
+  // its own scratch). C starts as NaN where beta == 0 (never read). Every result within the
+  // reference's tolerance and bit-identical to the first layout's (the same values, the same
+  // sums).
   struct ALayout {
     std::size_t offset, lda;
   };
@@ -311,7 +327,8 @@ TEST_CASE("matmul: A B^T by dot products with A's rows copied onto lines", "[mat
     attn_test::Rng rng(seed);
     const auto a_rows = rng.uniform_vec(m * k);
     const auto bt = rng.uniform_vec(n * k);
-    const auto c0 = rng.uniform_vec(m * n);
+    auto c0 = rng.uniform_vec(m * n);
+    if (cs.beta == 0.0f) std::fill(c0.begin(), c0.end(), attn_test::nan_f());  // never read
     const MatrixView<const float> bv{bt.data(), n, k, k};
     for (attn::Isa isa : attn_test::test_isas()) {
       const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
@@ -326,6 +343,11 @@ TEST_CASE("matmul: A B^T by dot products with A's rows copied onto lines", "[mat
         if (kern->gemm_rows_t != nullptr) {
           CHECK(attn::detail::gemm_path(*kern, {m, n, k}, {a, l.lda, 1}, {bt.data(), 1, k}) ==
                 attn::detail::GemmPath::rows);
+          const std::size_t lanes = kern->gemm_direct_narrow_nr;
+          const bool on_vectors = reinterpret_cast<std::uintptr_t>(a) % (lanes * 4) == 0 &&
+                                  (m == 1 || l.lda % lanes == 0);
+          CHECK(attn::detail::rows_t_copies_a(*kern, {m, n, k}, {a, l.lda, 1}) ==
+                (!on_vectors && m * ((k + 15) / 16 * 16) <= 4096));
         }
         for (int t : {1, 2}) {
           INFO("isa " << attn::isa_name(isa) << " m " << m << " k " << k << " threads " << t
@@ -345,9 +367,9 @@ TEST_CASE("matmul: A B^T by dot products with A's rows copied onto lines", "[mat
       }
     }
   };
-  check({1, 2100, 300, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
+  check({1, 4000, 300, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
         {{0, 300}, {1, 300}, {4, 300}}, 71);
-  check({4, 700, 300, Transpose::no, Transpose::yes, -0.5f, 1.0f, 0},
+  check({4, 1700, 300, Transpose::no, Transpose::yes, -0.5f, 1.0f, 0},
         {{0, 304}, {4, 304}, {1, 301}, {0, 300}}, 73);
   check({4, 700, 1100, Transpose::no, Transpose::yes, 2.0f, -0.5f, 0}, {{0, 1104}, {4, 1104}}, 79);
 }

@@ -440,6 +440,24 @@ std::size_t gemm_prefetched_first_panel(const Kernels& kern, const GemmOperand& 
   return (kLineBytes - past) / sizeof(float) % nr;
 }
 
+// Whether GemmPath::rows against a B^T first copies A's rows to the thread's scratch, each on a
+// cache line: every dot product reads all of A's rows again, and where they do not start on a
+// vector boundary every vector load of A spans two lines (the values, and so the sums, are the
+// same). Only where the copy fits the kRowsAccFloats of scratch. Zen 5, A and B^T 16 bytes past
+// a line (AB_LIB_OFFSET=16 bench/ab-lib, 9 pairs) against reading A in place: AVX-512 A B^T
+// 1 x 2304 x 768 0.820x the time (two threads 0.660x), 4 x 2304 x 768 0.624x, 1 x 768 x 3072
+// 0.878x, 2 x 4096 x 1024 0.728x; AVX2 1 x 2304 x 768 0.862x; on lines, level (1.005x). SSE2's
+// 16-byte vectors start on boundaries at that offset (no copy); its one-row kernel, called with
+// the same arguments, read 1.054-1.071x the time at offsets 16 and 0 in that build, 4 rows 1.004x:
+// where the linker placed the loop, not this rule.
+bool rows_t_copies_a(const Kernels& kern, const GemmShape& s, const GemmOperand& a) {
+  constexpr std::size_t kLineFloats = kLineBytes / sizeof(float);
+  const std::size_t lanes = kern.gemm_direct_narrow_nr;
+  const bool on_vectors = reinterpret_cast<std::uintptr_t>(a.data) % (lanes * sizeof(float)) == 0 &&
+                          (s.m == 1 || a.rs % lanes == 0);
+  return !on_vectors && s.m * round_up(s.k, kLineFloats) <= kRowsAccFloats;
+}
+
 namespace {
 
 // The no-packing tile for a panel of `cols` <= gemm_direct_nr columns: the narrow one where they
@@ -715,24 +733,6 @@ void gemm_c_transposed(const Kernels& kern, int threads, const GemmShape& s, flo
       kern.gemm_store_t(ct, ld, c + r0, ldc, alpha, beta, s.m, r1 - r0, bias ? bias + r0 : nullptr);
     }
   });
-}
-
-// Whether GemmPath::rows against a B^T first copies A's rows to the thread's scratch, each on a
-// cache line: every dot product reads all of A's rows again, and where they do not start on a
-// vector boundary every vector load of A spans two lines (the values, and so the sums, are the
-// same). Only where the copy fits the kRowsAccFloats of scratch. Zen 5, A and B^T 16 bytes past
-// a line (AB_LIB_OFFSET=16 bench/ab-lib, 9 pairs) against reading A in place: AVX-512 A B^T
-// 1 x 2304 x 768 0.820x the time (two threads 0.660x), 4 x 2304 x 768 0.624x, 1 x 768 x 3072
-// 0.878x, 2 x 4096 x 1024 0.728x; AVX2 1 x 2304 x 768 0.862x; on lines, level (1.005x). SSE2's
-// 16-byte vectors start on boundaries at that offset (no copy); its one-row kernel, called with
-// the same arguments, read 1.054-1.071x the time at offsets 16 and 0 in that build, 4 rows 1.004x:
-// where the linker placed the loop, not this rule.
-bool rows_t_copies_a(const Kernels& kern, const GemmShape& s, const GemmOperand& a) {
-  constexpr std::size_t kLineFloats = kLineBytes / sizeof(float);
-  const std::size_t lanes = kern.gemm_direct_narrow_nr;
-  const bool on_vectors = reinterpret_cast<std::uintptr_t>(a.data) % (lanes * sizeof(float)) == 0 &&
-                          (s.m == 1 || a.rs % lanes == 0);
-  return !on_vectors && s.m * round_up(s.k, kLineFloats) <= kRowsAccFloats;
 }
 
 // GemmPath::rows (see use_rows): columns of C in runs of kRowsColumns split among the threads,

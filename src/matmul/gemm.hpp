@@ -40,6 +40,9 @@ std::size_t gemm_prefetched_kc(const Kernels& kern, const GemmShape& shape, cons
 // are Kernels::gemm_prefetch_b_nr wide): fewer where that puts the later panels' rows on vector
 // boundaries (0 on a table without gemm_prefetch_b).
 std::size_t gemm_prefetched_first_panel(const Kernels& kern, const GemmOperand& b);
+// Whether GemmPath::rows against this B^T first copies A's rows onto cache lines in the thread's
+// scratch (where they start off a vector boundary and fit it).
+bool rows_t_copies_a(const Kernels& kern, const GemmShape& shape, const GemmOperand& a);
 
 // Bytes of scratch gemm() needs for this shape and these operands on this many threads.
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,

@@ -119,7 +119,7 @@ void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const f
   constexpr std::size_t kVectorBytes = L * sizeof(float);
   std::size_t shift =
       ldb % L == 0 ? reinterpret_cast<std::uintptr_t>(b) % kVectorBytes / sizeof(float) : 0;
-  // Blocks of `even` columns, the first `shift` short, the last whatever is left (at most block).
+  // Blocks of `even` columns, the first `shift` short, the last whatever is left (at most even).
   const std::size_t blocks = (n + shift + block - 1) / block;
   const std::size_t even = ((n + shift + blocks - 1) / blocks + L - 1) / L * L;  // <= block
   for (std::size_t j0 = 0, w = 0; j0 < n; j0 += w, shift = 0) {
