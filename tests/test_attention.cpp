@@ -246,6 +246,55 @@ TEST_CASE("decoding: keys that a mask blocks are never read, attended non-finite
   }
 }
 
+TEST_CASE("decoding key split: a chunk of additive -inf keys carries 0 * inf like the unsplit path",
+          "[attention][split][ieee]") {
+  // An additive -inf is arithmetic: the key gets weight 0 and 0 * inf in its v is NaN (README
+  // "Masks"), in the reference and in the unsplit path, whose O carries the NaN on. One query row
+  // against 2047 keys (no split) and 2048 and 4096 (chunks of 1024 keys, 1056 on NEON): keys
+  // [0, 1056) get -inf, so every key of the first chunk is blocked and its partial has m = -inf,
+  // l = 0 and O[0] = NaN from v[5][0] = inf; the merge must keep that NaN (it once skipped such a
+  // chunk). Column 0 is NaN, the others finite; threads 1 and 2 bit-identical.
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (std::size_t lk : {2047u, 2048u, 4096u}) {
+      const std::size_t d = 16;
+      attn_test::Rng rng(11);
+      auto q = rng.uniform_vec(d), k = rng.uniform_vec(lk * d), v = rng.uniform_vec(lk * d);
+      v[5 * d + 0] = attn_test::inf_f();
+      std::vector<float> bias(lk, 0.0f);
+      std::fill(bias.begin(), bias.begin() + 1056, -attn_test::inf_f());
+      attn::AttentionOptions o;
+      o.mask = attn::Mask::bidirectional().with_additive(
+          attn::make_bhsd<const float>(bias.data(), 1, 1, 1, lk));
+      std::vector<float> ref(d);
+      REQUIRE(attn::reference::attention(attn::make_bhsd<const float>(q.data(), 1, 1, 1, d),
+                                         attn::make_bhsd<const float>(k.data(), 1, 1, lk, d),
+                                         attn::make_bhsd<const float>(v.data(), 1, 1, lk, d),
+                                         attn::make_bhsd(ref.data(), 1, 1, 1, d), o)
+                  .ok());
+      CHECK(std::isnan(ref[0]));
+      std::vector<float> first;
+      for (int t : {1, 2}) {
+        INFO("isa " << attn::isa_name(isa) << " Lk " << lk << " threads " << t);
+        attn::Context ctx = attn_test::make_context(isa, t);
+        std::vector<float> out(d, 0.25f);
+        REQUIRE(attn::attention(ctx, attn::make_bhsd<const float>(q.data(), 1, 1, 1, d),
+                                attn::make_bhsd<const float>(k.data(), 1, 1, lk, d),
+                                attn::make_bhsd<const float>(v.data(), 1, 1, lk, d),
+                                attn::make_bhsd(out.data(), 1, 1, 1, d), o)
+                    .ok());
+        CHECK(std::isnan(out[0]));
+        for (std::size_t x = 1; x < d; ++x)
+          CHECK(std::isfinite(out[x]));
+        if (first.empty()) {
+          first = out;
+        } else {
+          CHECK(std::memcmp(out.data(), first.data(), d * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("attention keeps O(n) memory: Lq = Lk = 32768 in under 64 MiB of scratch",
           "[attention][memory]") {
   // One head, d = 64: the full problem on the best ISA (about 275 GFLOP: a second natively, hours

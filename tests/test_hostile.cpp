@@ -232,6 +232,27 @@ TEST_CASE("attention's scratch size does not wrap around", "[hostile][attention]
   }));
 }
 
+// With Dv == Lk == 0, a weights view ([B, Hq, Lq, 0]) is empty too, so no size check bounds
+// B * Hq * Lq = 2^60 and there is nothing to write: the call must return at once (it once walked
+// every query row of the latency path, writing nothing, for hours). In a child process with a
+// time limit.
+TEST_CASE("attention with no output columns and weights of no keys returns at once",
+          "[hostile][attention]") {
+  CHECK(exits_cleanly([] {
+    alarm(20);
+    attn::Context ctx;
+    const std::size_t n = std::size_t{1} << 20;
+    float slot = kSentinel;
+    attn::AttentionOptions o;
+    o.weights = attn::make_bhsd<float>(&slot, n, n, n, 0);
+    const Status s = attn::attention(ctx, attn::make_bhsd<const float>(nullptr, n, n, n, 0),
+                                     attn::make_bhsd<const float>(nullptr, n, n, 0, 0),
+                                     attn::make_bhsd<const float>(nullptr, n, n, 0, 0),
+                                     attn::make_bhsd<float>(nullptr, n, n, n, 0), o);
+    if (!s.ok() || slot != kSentinel) _exit(3);
+  }));
+}
+
 namespace {
 
 // A small attention problem whose pieces the cases below change.

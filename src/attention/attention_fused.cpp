@@ -38,6 +38,10 @@ namespace {
 std::size_t round_up(std::size_t x, std::size_t m) {
   return (x + m - 1) / m * m;
 }
+// round_up that keeps a saturated size (SIZE_MAX) saturated instead of wrapping it to 0.
+std::size_t sat_round_up(std::size_t x, std::size_t m) {
+  return x > SIZE_MAX - (m - 1) ? SIZE_MAX : round_up(x, m);
+}
 std::size_t div_up(std::size_t x, std::size_t m) {
   return (x + m - 1) / m;
 }
@@ -104,8 +108,8 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
   p.pack_v = d.dim_v % p.nr != 0 || call.v.strides[2] <= 0;
   // Sizes saturate (sat_mul, sat_add): absurd shapes end in out_of_memory, never in a wrap.
   const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
-  p.k_pack_floats = p.direct_k ? 0 : round_up(sat_mul(lk_pad, p.dk), 16);
-  p.v_pack_floats = p.pack_v ? round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
+  p.k_pack_floats = p.direct_k ? 0 : sat_round_up(sat_mul(lk_pad, p.dk), 16);
+  p.v_pack_floats = p.pack_v ? sat_round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
   const std::size_t group_bytes = sat_mul(sat_add(p.k_pack_floats, p.v_pack_floats), 4);
   p.groups_per_batch =  // all groups at once when nothing is packed (direct K, V in place)
       group_bytes == 0 ? std::max<std::size_t>(1, p.groups)
@@ -583,9 +587,11 @@ class Task {
         float l = 0.0f;
         std::fill(acc, acc + p_.dv, 0.0f);
         if (!nan && m != -INFINITY) {
+          // A chunk whose keys were all blocked (m = -inf, l = 0) scales by e^-inf = 0 rather than
+          // being skipped: an additive -inf is arithmetic, and its 0 * inf in O is NaN, as in the
+          // unsplit path (whose O carries it through alpha = 1) and the reference.
           for (std::size_t c = 0; c < p_.k_chunks; ++c) {
             const float* part = first + c * chunk_stride + off;
-            if (part[0] == -INFINITY) continue;
             float scale = 1.0f;
             const float dm = part[0] - m;
             kern_.exp(&dm, &scale, 1);
@@ -775,11 +781,12 @@ void balanced_range(const Plan& p, const AttentionCall& call, std::size_t g0, st
 
 }  // namespace
 
-// Nothing to write: no output columns and no weights (or no query rows).
+// Nothing to write: no output columns and no weights (or no query rows, or weights of no keys).
+// Such views are empty, so no size check bounds B * Hq * Lq: the call must not loop over them.
 bool nothing_to_do(const AttentionCall& call) {
   const AttentionDims& d = call.dims;
   return d.batch == 0 || d.heads_q == 0 || d.len_q == 0 ||
-         (d.dim_v == 0 && call.options->weights.data == nullptr);
+         (d.dim_v == 0 && (call.options->weights.data == nullptr || d.len_k == 0));
 }
 
 std::size_t attention_scratch_bytes(const Kernels& kern, int threads, const AttentionCall& call) {
