@@ -120,6 +120,67 @@ TEST_CASE("attention splits long key ranges of few rows (decoding) exactly", "[a
   }
 }
 
+TEST_CASE("attention: the paths only large shapes reach", "[attention][split]") {
+  // Found untested by a review (2026-12-03): the decoding key split (few query tiles, >= 2048
+  // keys) over a task of two passes (30 rows > bq / 2: one head per pass, two heads per task),
+  // causal top-left (the second chunk wholly masked) and bottom-right; the split over head chunks
+  // (Dk = Dv = 256: a task holds fewer query heads than share the KV head), packed (8 query rows
+  // per KV head) and direct (4); two packing batches (each group's packed K over 16 MiB of the
+  // 32 MiB budget: Dk = 1024, 4200 keys), split into 5 chunks; head chunks with two groups;
+  // causal and window bottom-right with Lq > Lk on the fused path (whole query tiles with no key
+  // to attend, rows with and without keys in one tile), with and without weights; and the split
+  // with a NaN in v behind key lengths of 1500. Every ISA, threads 1 and 3.
+  std::vector<AttentionCase> cases;
+  AttentionCase c;
+  c.Hq = 2, c.Lq = 30, c.Lk = 2048, c.Dk = c.Dv = 16, c.causal = true, c.seed = 701;
+  cases.push_back(c);
+  c.causal_align = attn::CausalAlign::bottom_right, c.seed = 702;
+  cases.push_back(c);
+  c = {};
+  c.Hq = 8, c.Lq = 1, c.Lk = 4096, c.Dk = c.Dv = 256, c.seed = 703;
+  cases.push_back(c);
+  c.Hq = 4, c.seed = 704;
+  cases.push_back(c);
+  c = {};
+  c.Hq = c.Hkv = 2, c.Lq = 9, c.Lk = 4200, c.Dk = 1024, c.Dv = 8, c.seed = 705;
+  cases.push_back(c);
+  c = {};
+  c.B = 2, c.Hq = 8, c.Hkv = 2, c.Lq = 9, c.Lk = 300, c.Dk = c.Dv = 256, c.seed = 706;
+  cases.push_back(c);
+  c = {};
+  c.Hq = 4, c.Hkv = 2, c.Lq = 200, c.Lk = 70, c.Dk = c.Dv = 64, c.causal = true;
+  c.causal_align = attn::CausalAlign::bottom_right, c.seed = 707;
+  cases.push_back(c);
+  c.weights = true, c.seed = 708;
+  cases.push_back(c);
+  c = {};
+  c.Lq = 130, c.Lk = 300, c.Dk = c.Dv = 64, c.window = true, c.window_left = 20;
+  c.window_right = 3, c.window_align = attn::CausalAlign::bottom_right, c.seed = 709;
+  cases.push_back(c);
+  for (const AttentionCase& x : cases)
+    attn_test::check_attention_case_everywhere(x, {1, 3});
+  // The split with a NaN in a v row that key lengths of 1500 block (in the second chunk).
+  const std::size_t lk = 4096, d = 16;
+  attn_test::Rng rng(710);
+  auto q = rng.uniform_vec(d), k = rng.uniform_vec(lk * d), v = rng.uniform_vec(lk * d);
+  v[2000 * d + 3] = attn_test::nan_f();
+  const std::int32_t len = 1500;
+  attn::AttentionOptions o;
+  o.mask = attn::Mask::bidirectional().with_key_lengths(&len);
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    attn::Context ctx = attn_test::make_context(isa);
+    std::vector<float> out(d);
+    REQUIRE(attn::attention(ctx, attn::make_bhsd<const float>(q.data(), 1, 1, 1, d),
+                            attn::make_bhsd<const float>(k.data(), 1, 1, lk, d),
+                            attn::make_bhsd<const float>(v.data(), 1, 1, lk, d),
+                            attn::make_bhsd(out.data(), 1, 1, 1, d), o)
+                .ok());
+    for (float x : out)
+      CHECK(std::isfinite(x));
+  }
+}
+
 TEST_CASE("attention of at most 4 query rows per KV head (decoding) reads K in place",
           "[attention][direct]") {
   // Lq * (Hq / Hkv) <= 4 takes the path that computes scores from K rows in place (no K^T pack),
