@@ -253,6 +253,84 @@ TEST_CASE("attention with no output columns and weights of no keys returns at on
   }));
 }
 
+// With d_model == 0 the weights have no rows, so their views bound no width. A row of Q, K and V
+// side by side (or of the heads) beyond ptrdiff_t is invalid_argument; rows within it whose
+// buffers the arena cannot hold are out_of_memory. An earlier version let the sizes wrap: a
+// 64-byte arena, then zeros written 2^62 floats past it (found by review). Views and a packed
+// layer; nothing written; the reference validates the same. In a child process with a limit.
+TEST_CASE("self_attention with no model columns bounds the projections' widths",
+          "[hostile][self_attention]") {
+  CHECK(exits_cleanly([] {
+    alarm(20);
+    attn::Context ctx;
+    constexpr std::size_t kHuge = std::size_t{1} << 62;
+    float out_data[2] = {kSentinel, kSentinel};
+    const attn::MatrixView<const float> x{nullptr, 1, 0, 0};
+    const attn::MatrixView<float> out{out_data, 1, 1, 1};
+    const auto expect = [&](const Status& s, StatusCode code, const char* words, int fail) {
+      const bool ok = s.code() == code &&
+                      std::string(s.message()).find(words) != std::string::npos &&
+                      out_data[0] == kSentinel && out_data[1] == kSentinel;
+      if (!ok) {
+        std::fprintf(stderr, "case %d: %s: %s\n", fail, attn::status_code_name(s.code()),
+                     s.message());
+        _exit(fail);
+      }
+    };
+    attn::SelfAttentionParams p;
+    // Q and K 2^62 columns each: the three side by side overflow ptrdiff_t.
+    p.q.weight = p.k.weight = {nullptr, 0, kHuge, kHuge};
+    p.v.weight = {nullptr, 0, 1, 1};
+    expect(attn::self_attention(ctx, x, 1, p, out), StatusCode::invalid_argument, "side by side",
+           3);
+    expect(attn::reference::self_attention(x, 1, p, out), StatusCode::invalid_argument,
+           "side by side", 4);
+    attn::PackedSelfAttention layer;
+    expect(attn::pack_self_attention(ctx, p, &layer), StatusCode::invalid_argument, "side by side",
+           5);
+    // 2^32 heads of Dk 1 and Dv 2^32: the heads' width wraps size_t.
+    p.num_heads = std::size_t{1} << 32;
+    p.num_kv_heads = 1;
+    p.q.weight = {nullptr, 0, std::size_t{1} << 32, std::size_t{1} << 32};
+    p.k.weight = {nullptr, 0, 1, 1};
+    p.v.weight = {nullptr, 0, std::size_t{1} << 32, std::size_t{1} << 32};
+    expect(attn::self_attention(ctx, x, 1, p, out), StatusCode::invalid_argument, "Dv", 6);
+    // Q and K 2^58 columns: a row fits ptrdiff_t, the arena cannot hold it.
+    p.num_heads = 1;
+    p.num_kv_heads = 0;
+    p.q.weight = p.k.weight = {nullptr, 0, std::size_t{1} << 58, std::size_t{1} << 58};
+    p.v.weight = {nullptr, 0, 1, 1};
+    expect(attn::self_attention(ctx, x, 1, p, out), StatusCode::out_of_memory, "", 7);
+    if (!attn::pack_self_attention(ctx, p, &layer).ok()) _exit(8);
+    expect(attn::self_attention(ctx, x, 1, layer, {}, out), StatusCode::out_of_memory, "", 9);
+  }));
+}
+
+// The reference (an oracle that allocates) returns out_of_memory where its work space is beyond
+// the heap, never an exception: 2^60 keys broadcast from one row (a valid view of 2^62 bytes;
+// std::vector<double> of them is a length_error). A call with nothing to write returns at once,
+// as attn::attention does.
+TEST_CASE("reference::attention neither throws nor loops over nothing", "[hostile][attention]") {
+  CHECK(exits_cleanly([] {
+    alarm(20);
+    const std::size_t lk = std::size_t{1} << 60;
+    std::vector<float> q(1, 0.5f), kv(1, 0.5f), out(1, kSentinel);
+    const TensorView<const float> k{kv.data(), {1, 1, lk, 1}, {0, 0, 0, 1}};
+    const Status s = attn::reference::attention(attn::make_bhsd<const float>(q.data(), 1, 1, 1, 1),
+                                                k, k, attn::make_bhsd(out.data(), 1, 1, 1, 1), {});
+    if (s.code() != StatusCode::out_of_memory || out[0] != kSentinel) _exit(3);
+    const std::size_t n = std::size_t{1} << 20;
+    float slot = kSentinel;
+    attn::AttentionOptions o;
+    o.weights = attn::make_bhsd<float>(&slot, n, n, n, 0);
+    const Status e = attn::reference::attention(attn::make_bhsd<const float>(nullptr, n, n, n, 0),
+                                                attn::make_bhsd<const float>(nullptr, n, n, 0, 0),
+                                                attn::make_bhsd<const float>(nullptr, n, n, 0, 0),
+                                                attn::make_bhsd<float>(nullptr, n, n, n, 0), o);
+    if (!e.ok() || slot != kSentinel) _exit(4);
+  }));
+}
+
 namespace {
 
 // A small attention problem whose pieces the cases below change.

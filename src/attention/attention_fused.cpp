@@ -86,7 +86,10 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
   p.dv = d.dim_v;
   p.dv_pad = round_up(d.dim_v, p.nr);
   p.group = d.heads_kv ? d.heads_q / d.heads_kv : 1;
-  const std::size_t per_head = p.bq * (p.dv_pad + p.dk + 3) * sizeof(float);
+  // Sizes saturate (sat_mul, sat_add): absurd shapes end in out_of_memory, never in a wrap (the
+  // dimensions of self_attention's internal views are bounded only by ptrdiff_t).
+  const std::size_t per_head =
+      sat_mul(sat_mul(p.bq, sat_add(sat_add(p.dv_pad, p.dk), 3)), sizeof(float));
   p.heads_per_task = std::max<std::size_t>(1, std::min(p.group, kHeadStateBudget / per_head));
   p.head_chunks = div_up(p.group, p.heads_per_task);
   p.q_tiles = div_up(d.len_q, p.bq);
@@ -106,7 +109,6 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
   p.direct_k = sat_mul(d.len_q, p.group) <= kDirectRows && call.k.strides[2] > 0;
   // V is read in place when each of its rows holds whole NR-wide panels.
   p.pack_v = d.dim_v % p.nr != 0 || call.v.strides[2] <= 0;
-  // Sizes saturate (sat_mul, sat_add): absurd shapes end in out_of_memory, never in a wrap.
   const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
   p.k_pack_floats = p.direct_k ? 0 : sat_round_up(sat_mul(lk_pad, p.dk), 16);
   p.v_pack_floats = p.pack_v ? sat_round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
@@ -116,15 +118,17 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
                        : std::max<std::size_t>(1, std::min(p.groups, kPackBudget / group_bytes));
   p.pack_bytes = sat_mul(p.groups_per_batch, group_bytes);
   const std::size_t hpt = p.heads_per_task;
-  p.q_floats = hpt * p.bq * p.dk;
+  p.q_floats = sat_mul(hpt * p.bq, p.dk);
   p.s_floats = p.bq * p.bk;
-  p.o_floats = hpt * p.bq * p.dv_pad;
+  p.o_floats = sat_mul(hpt * p.bq, p.dv_pad);
   p.row_floats = hpt * p.bq;
-  p.per_thread_bytes =
-      ScratchCarver::rounded(p.q_floats * 4) + ScratchCarver::rounded(p.s_floats * 4) +
-      ScratchCarver::rounded(p.o_floats * 4) + 3 * ScratchCarver::rounded(p.row_floats * 4) +
-      2 * ScratchCarver::rounded(p.bq * sizeof(std::size_t)) +
-      ScratchCarver::rounded(std::max(p.bq, p.mr) * 4);
+  std::size_t bytes = sat_add(ScratchCarver::rounded(sat_mul(p.q_floats, 4)),
+                              ScratchCarver::rounded(sat_mul(p.o_floats, 4)));
+  bytes = sat_add(bytes, ScratchCarver::rounded(p.s_floats * 4) +
+                             3 * ScratchCarver::rounded(p.row_floats * 4) +
+                             2 * ScratchCarver::rounded(p.bq * sizeof(std::size_t)) +
+                             ScratchCarver::rounded(std::max(p.bq, p.mr) * 4));
+  p.per_thread_bytes = bytes;
   // Decoding split: (m, l, O) per task, head and row, for one batch of groups.
   p.partial_bytes =
       p.k_chunks > 1 ? sat_mul(sat_mul(sat_mul(p.groups_per_batch, p.tasks_per_group), hpt * p.bq),

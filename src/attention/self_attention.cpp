@@ -86,7 +86,19 @@ Status run_self_attention(detail::ContextState* st, const MatrixView<const float
   const std::size_t dq = d.heads_q * d.dim_k, dk = d.heads_kv * d.dim_k, dv = d.heads_kv * d.dim_v,
                     dh = d.heads_q * d.dim_v;
 
-  // Q, K, V and (with an output projection) the concatenated heads live in the arena.
+  // Q, K, V and (with an output projection) the concatenated heads live in the arena. Their rows
+  // are within ptrdiff_t (validated); all of them may not be, when d_model == 0 leaves the widths
+  // unbounded by any view: out_of_memory before any view of them is formed.
+  const std::size_t dqkv = dq + dk + dv;
+  constexpr std::size_t kMaxFloats = static_cast<std::size_t>(PTRDIFF_MAX) / sizeof(float);
+  std::size_t qkv_floats = 0, heads_floats = 0;
+  if (!detail::mul_ok(rows, dqkv, &qkv_floats) || !detail::mul_ok(rows, dh, &heads_floats) ||
+      qkv_floats > kMaxFloats || heads_floats > kMaxFloats) {
+    return Status::Error(StatusCode::out_of_memory,
+                         "self_attention: Q, K and V of %zu rows x %zu columns need more bytes "
+                         "than fit in ptrdiff_t",
+                         rows, dqkv);
+  }
   float* heads_out = out.data;
   std::size_t heads_stride = out.stride;
   detail::AttentionCall call{};
@@ -101,7 +113,6 @@ Status run_self_attention(detail::ContextState* st, const MatrixView<const float
     work = std::max(work, o->scratch_bytes(kern, threads, rows, dh, GemmOperand{nullptr, dh, 1}));
   }
   // Q, K and V side by side in one buffer (row stride dqkv); attention reads the heads in place.
-  const std::size_t dqkv = dq + dk + dv;
   float* qkv_buf = nullptr;            // set below; the views only need their strides for sizing
   auto set_views = [&](float* base) {  // base == nullptr: views for sizing only
     const float* k = base ? base + dq : nullptr;
@@ -115,14 +126,15 @@ Status run_self_attention(detail::ContextState* st, const MatrixView<const float
   set_views(qkv_buf);
   work = std::max(work, detail::attention_scratch_bytes(kern, threads, call));
   using detail::ScratchCarver;
-  const std::size_t bytes = ScratchCarver::rounded(rows * dqkv * sizeof(float)) +
-                            (o != nullptr ? ScratchCarver::rounded(rows * dh * sizeof(float)) : 0) +
-                            work;
+  const std::size_t bytes =
+      detail::sat_add(ScratchCarver::rounded(qkv_floats * sizeof(float)) +
+                          (o != nullptr ? ScratchCarver::rounded(heads_floats * sizeof(float)) : 0),
+                      work);
   void* scratch = nullptr;
   ATTN_RETURN_IF_ERROR(st->scratch(bytes, &scratch));
   ScratchCarver carve(scratch);
-  qkv_buf = carve.take<float>(rows * dqkv);
-  if (o != nullptr) heads_out = carve.take<float>(rows * dh);
+  qkv_buf = carve.take<float>(qkv_floats);
+  if (o != nullptr) heads_out = carve.take<float>(heads_floats);
   void* work_area = carve.take_bytes(work);
 
   for (int i = 0; i < qkv_count; ++i)

@@ -366,7 +366,22 @@ Status validate_self_attention_weights(const char* fn, const SelfAttentionParams
                          fn, wv.cols, d.heads_kv);
   }
   d.dim_v = wv.cols / d.heads_kv;
-  d.d_out = d.heads_q * d.dim_v;
+  // Weights with no rows (d_model == 0) bound no width: a row of Q, K and V side by side, and
+  // one of the concatenated heads, must still be addressable (each row is materialised).
+  constexpr std::size_t kMaxRowFloats = static_cast<std::size_t>(PTRDIFF_MAX) / sizeof(float);
+  std::size_t dqkv = 0;
+  if (!add_ok(wq.cols, wk.cols, &dqkv) || !add_ok(dqkv, wv.cols, &dqkv) || dqkv > kMaxRowFloats) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: the projections' %zu + %zu + %zu columns side by side span more "
+                         "bytes than fit in ptrdiff_t",
+                         fn, wq.cols, wk.cols, wv.cols);
+  }
+  if (!mul_ok(d.heads_q, d.dim_v, &d.d_out) || d.d_out > kMaxRowFloats) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: num_heads (%zu) x Dv (%zu) heads' columns span more bytes than fit "
+                         "in ptrdiff_t",
+                         fn, d.heads_q, d.dim_v);
+  }
   if (d.has_output_projection) {
     if (p.o.weight.rows != d.d_out) return rows_error(3, d.d_out);
     d.d_out = p.o.weight.cols;

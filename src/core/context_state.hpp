@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "attn/context.hpp"
 #include "attn/isa.hpp"
@@ -35,7 +36,10 @@ class ScratchCarver {
  public:
   explicit ScratchCarver(void* base) : next_(static_cast<char*>(base)) {}
   static constexpr std::size_t kAlign = 64;
-  static std::size_t rounded(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+  // Saturates: a size within kAlign - 1 of SIZE_MAX (a saturated sum) stays SIZE_MAX.
+  static std::size_t rounded(std::size_t bytes) {
+    return bytes > SIZE_MAX - (kAlign - 1) ? SIZE_MAX : (bytes + kAlign - 1) / kAlign * kAlign;
+  }
   template <class T>
   T* take(std::size_t count) {
     T* p = reinterpret_cast<T*>(next_);

@@ -1,6 +1,8 @@
 // attn::reference::attention and self_attention: one (query, key) pair at a time, in double.
 #include <cmath>
 #include <cstddef>
+#include <new>
+#include <stdexcept>
 #include <vector>
 
 #include "attn/reference.hpp"
@@ -49,11 +51,23 @@ double additive(const Mask& mask, std::size_t b, std::size_t h, std::size_t i, s
 
 }  // namespace
 
-Status attention(TensorView<const float> q, TensorView<const float> k, TensorView<const float> v,
-                 TensorView<float> out, const AttentionOptions& options) {
-  AttentionDims d;
-  ATTN_RETURN_IF_ERROR(
-      detail::validate_attention("reference::attention", q, k, v, out, options, &d));
+namespace {
+
+// The oracle allocates (per row, per projection); a size the heap refuses is out_of_memory, never
+// an exception. Its allocations all come before its first write to an output.
+template <class F>
+Status without_exceptions(const char* fn, F&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  return Status::Error(StatusCode::out_of_memory, "%s: could not allocate its work space", fn);
+}
+
+Status attention_validated(const TensorView<const float>& q, const TensorView<const float>& k,
+                           const TensorView<const float>& v, const TensorView<float>& out,
+                           const AttentionOptions& options, const AttentionDims& d) {
   const Mask& mask = options.mask;
   const TensorView<float>& w = options.weights;
   const std::size_t group = d.heads_kv == 0 ? 1 : d.heads_q / d.heads_kv;
@@ -119,11 +133,25 @@ Status attention(TensorView<const float> q, TensorView<const float> k, TensorVie
   return Status::Ok();
 }
 
-Status self_attention(MatrixView<const float> x, std::size_t batch,
-                      const SelfAttentionParams& params, MatrixView<float> out) {
-  detail::SelfAttentionDims d;
-  ATTN_RETURN_IF_ERROR(
-      detail::validate_self_attention("reference::self_attention", x, batch, params, out, &d));
+}  // namespace
+
+Status attention(TensorView<const float> q, TensorView<const float> k, TensorView<const float> v,
+                 TensorView<float> out, const AttentionOptions& options) {
+  constexpr const char* fn = "reference::attention";
+  AttentionDims d;
+  ATTN_RETURN_IF_ERROR(detail::validate_attention(fn, q, k, v, out, options, &d));
+  // Nothing to write (as attn::attention): empty views bound no loop over B * Hq * Lq.
+  if (d.batch == 0 || d.heads_q == 0 || d.len_q == 0 ||
+      (d.dim_v == 0 && (options.weights.data == nullptr || d.len_k == 0))) {
+    return Status::Ok();
+  }
+  return without_exceptions(fn, [&] { return attention_validated(q, k, v, out, options, d); });
+}
+
+namespace {
+
+Status self_attention_validated(const MatrixView<const float>& x, const SelfAttentionParams& params,
+                                const MatrixView<float>& out, const detail::SelfAttentionDims& d) {
   const std::size_t rows = x.rows;
   // Projections in double, rounded once to float: the inputs attention sees.
   auto project = [&](const Projection& p, std::vector<float>* y) {
@@ -164,6 +192,16 @@ Status self_attention(MatrixView<const float> x, std::size_t batch,
     }
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status self_attention(MatrixView<const float> x, std::size_t batch,
+                      const SelfAttentionParams& params, MatrixView<float> out) {
+  constexpr const char* fn = "reference::self_attention";
+  detail::SelfAttentionDims d;
+  ATTN_RETURN_IF_ERROR(detail::validate_self_attention(fn, x, batch, params, out, &d));
+  return without_exceptions(fn, [&] { return self_attention_validated(x, params, out, d); });
 }
 
 }  // namespace attn::reference
