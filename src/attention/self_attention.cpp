@@ -23,8 +23,8 @@ using detail::GemmOperand;
 using detail::GemmShape;
 
 // The q, k and v weights side by side in one matrix ([Wq | Wk | Wv], as fused-QKV checkpoints
-// store them), with biases absent or side by side too: one GEMM projects all three.
-bool fused_qkv(const SelfAttentionParams& p, Projection* qkv) {
+// store them), whatever their biases.
+bool joint_weights(const SelfAttentionParams& p, MatrixView<const float>* w) {
   const auto& q = p.q.weight;
   const auto& k = p.k.weight;
   const auto& v = p.v.weight;
@@ -33,11 +33,17 @@ bool fused_qkv(const SelfAttentionParams& p, Projection* qkv) {
       k.data != q.data + q.cols || v.data != k.data + k.cols) {
     return false;
   }
+  *w = MatrixView<const float>{q.data, q.rows, q.cols + k.cols + v.cols, q.stride};
+  return true;
+}
+
+// Joint weights with biases absent or side by side too: one GEMM projects all three.
+bool fused_qkv(const SelfAttentionParams& p, Projection* qkv) {
   const bool no_bias = !p.q.bias && !p.k.bias && !p.v.bias;
-  const bool joint_bias = p.q.bias && p.k.bias && p.v.bias && p.k.bias == p.q.bias + q.cols &&
-                          p.v.bias == p.k.bias + k.cols;
-  if (!no_bias && !joint_bias) return false;
-  qkv->weight = MatrixView<const float>{q.data, q.rows, q.cols + k.cols + v.cols, q.stride};
+  const bool joint_bias = p.q.bias && p.k.bias && p.v.bias &&
+                          p.k.bias == p.q.bias + p.q.weight.cols &&
+                          p.v.bias == p.k.bias + p.k.weight.cols;
+  if ((!no_bias && !joint_bias) || !joint_weights(p, &qkv->weight)) return false;
   qkv->bias = p.q.bias;
   return true;
 }
@@ -244,12 +250,13 @@ Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
 
   PackedSelfAttention layer;
   // [Wq | Wk | Wv]: packed from the weights in place where they lie side by side as one matrix
-  // (rows at least three widths apart: fused_qkv also accepts interleaved rows, which are no
-  // matrix), else from a copy made side by side here (freed before returning).
-  Projection joint;
-  if (fused_qkv(params, &joint) && (joint.weight.stride >= dqkv || d.d_model <= 1)) {
+  // (rows at least three widths apart: joint_weights also accepts interleaved rows, which are no
+  // matrix), whatever the biases (copied below), else from a copy made side by side here (freed
+  // before returning).
+  MatrixView<const float> joint;
+  if (joint_weights(params, &joint) && (joint.stride >= dqkv || d.d_model <= 1)) {
     ATTN_RETURN_IF_ERROR(
-        packing(pack_matrix(ctx, joint.weight, Transpose::no, &layer.qkv_), "[Wq | Wk | Wv]"));
+        packing(pack_matrix(ctx, joint, Transpose::no, &layer.qkv_), "[Wq | Wk | Wv]"));
   } else {
     float* side_by_side =
         static_cast<float*>(std::malloc(std::max<std::size_t>(copy_bytes, sizeof(float))));
