@@ -1,7 +1,7 @@
 // Determinism: every routine's output is bit-identical for 1, 2, 3 and 7 threads, and for
 // repeated calls on the same Context (arena reused) and on a fresh one, on every ISA. Shapes are
 // large enough that each routine really splits its work (exp and softmax go parallel from 2^16
-// elements; matmul with few rows also splits columns).
+// elements; matmul from 2 MFLOP, with few rows by columns).
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -29,6 +29,7 @@ struct Problems {
                      wv = rng.uniform_vec(dm * 2 * dh, -0.3f, 0.3f),
                      wo = rng.uniform_vec(heads * dh * d_out, -0.3f, 0.3f),
                      bq = rng.uniform_vec(heads * dh), bo = rng.uniform_vec(d_out);
+  std::vector<float> deep_b = rng.uniform_vec(1100 * 150);
 
   // Every output of every routine, in a fixed order.
   std::vector<std::vector<float>> run(attn::Context& ctx) {
@@ -42,11 +43,18 @@ struct Problems {
                     attn::make_matrix<const float>(b.data(), 300, 77), Transpose::no,
                     attn::make_matrix(c.data(), 203, 77), 0.75f, -0.5f));
     r.push_back(c);
-    std::vector<float> few(3 * 500);  // 3 rows: the columns are split among threads
+    std::vector<float> few(3 * 500);  // 3 rows, 0.2 MFLOP: one thread whatever the Context says
     ok(attn::matmul(ctx, attn::make_matrix<const float>(a.data(), 64, 3), Transpose::yes,
                     attn::make_matrix<const float>(wide_b.data(), 500, 64), Transpose::yes,
                     attn::make_matrix(few.data(), 3, 500)));
     r.push_back(few);
+    // 7 rows of A^T against 150 columns, k = 1100 (2.3 MFLOP): the Goto path's threads split
+    // the column panels of each row block, over 3 KC passes.
+    std::vector<float> seven(7 * 150);
+    ok(attn::matmul(ctx, attn::make_matrix<const float>(a.data(), 1100, 7), Transpose::yes,
+                    attn::make_matrix<const float>(deep_b.data(), 1100, 150), Transpose::no,
+                    attn::make_matrix(seven.data(), 7, 150)));
+    r.push_back(seven);
     std::vector<float> ey(ex.size());
     ok(attn::exp(ctx, ex.data(), ey.data(), ex.size()));
     r.push_back(ey);
