@@ -1,0 +1,130 @@
+// The wide tile on a packed panel (Kernels::gemm_wide_panel: on AVX-512 the packed tile's
+// assembly k loop with A's rows read in place, for whole 6 x 64 tiles), called directly: the
+// driver takes it only where CpuInfo::l2_feeds_in_place_b is false (Intel), so other machines
+// never run it through matmul. It must write the bits of the intrinsics tile on the same panel
+// (Kernels::gemm_direct_wide: the same sums in the same order) and meet GemmDirectKernel's
+// contract: C = alpha A B + beta C + bias on m rows and n columns, nothing else written,
+// beta == 0 never reading C.
+//
+// Tolerance per element: (k + 2) u_f (|alpha| sum |a||b| + |beta c| + |bias|), u_f = FLT_EPSILON:
+// k products and sums in float, the alpha and beta products, the bias add.
+#include <catch2/catch.hpp>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "dispatch/kernels.hpp"
+#include "support/test_support.hpp"
+
+namespace {
+
+struct WideCase {
+  float alpha, beta;
+  bool bias;
+};
+
+std::uint32_t bits(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+}  // namespace
+
+TEST_CASE("the wide tile on a packed panel writes the intrinsics tile's bits", "[matmul]") {
+  // m: under one tile (1, 4), one (6), one and a remainder (7), two (12), two and one row (13);
+  // n: the whole panel (64, the loop) and a partial one (36, the intrinsics only); k under, at
+  // and past the loop's C-prefetch tail of 32 steps, with and without a whole group of 8 (13,
+  // 32, 33, 41, 100, 300); the loop's write modes: alpha 1 with beta 0 (C set) or 1 (C added),
+  // and through the sums (other alpha and beta, or a bias); beta 0 over NaN in C.
+  const WideCase modes[] = {{1.0f, 0.0f, false},
+                            {1.0f, 1.0f, false},
+                            {1.0f, 0.0f, true},
+                            {-0.5f, 2.0f, false},
+                            {2.0f, -0.5f, true}};
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  bool ran = false;
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    if (kern->gemm_wide_panel == nullptr) continue;
+    REQUIRE(kern->gemm_direct_wide != nullptr);
+    ran = true;
+    const std::size_t nr = kern->gemm_nr;
+    for (std::size_t m : {1, 4, 6, 7, 12, 13}) {
+      for (std::size_t n : {nr * 9 / 16, nr}) {
+        for (std::size_t k : {13, 32, 33, 41, 100, 300}) {
+          for (const WideCase& cs : modes) {
+            INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k
+                        << " alpha " << cs.alpha << " beta " << cs.beta << " bias " << cs.bias);
+            // A with a row stride past k; the panel's rows nr floats apart (ldb == nr, as
+            // packed); C with 4 columns past n and one row below m (those must stay as they
+            // were).
+            const std::size_t lda = k + 5, ldc = n + 4, c_rows = m + 1;
+            std::vector<float> a(m * lda), b(k * nr), bias(n), c0(c_rows * ldc);
+            for (float& x : a)
+              x = dist(rng);
+            for (std::size_t p = 0; p < k; ++p) {
+              for (std::size_t j = 0; j < nr; ++j)
+                b[p * nr + j] = j < n ? dist(rng) : 0.0f;  // a packed panel's zero padding
+            }
+            for (float& x : bias)
+              x = dist(rng);
+            for (float& x : c0)
+              x = cs.beta == 0.0f ? attn_test::nan_f() : dist(rng);
+            std::vector<float> panel = c0, direct = c0;
+            const float* bias_p = cs.bias ? bias.data() : nullptr;
+            kern->gemm_wide_panel(k, a.data(), lda, b.data(), nr, panel.data(), ldc, cs.alpha,
+                                  cs.beta, m, n, bias_p);
+            kern->gemm_direct_wide(k, a.data(), lda, b.data(), nr, direct.data(), ldc, cs.alpha,
+                                   cs.beta, m, n, bias_p);
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < c_rows; ++i) {
+              for (std::size_t j = 0; j < ldc; ++j) {
+                const std::size_t e = i * ldc + j;
+                if (bits(panel[e]) != bits(direct[e]) && bad++ < 5) {
+                  FAIL_CHECK("c(" << i << ", " << j << "): panel " << panel[e] << ", direct "
+                                  << direct[e]);
+                }
+                if (i >= m || j >= n) {
+                  if (bits(panel[e]) != bits(c0[e]) && bad++ < 5)
+                    FAIL_CHECK("c(" << i << ", " << j << ") outside the tile changed");
+                  continue;
+                }
+                double want = 0.0, mag = 0.0;
+                for (std::size_t p = 0; p < k; ++p) {
+                  const double prod = double(a[i * lda + p]) * double(b[p * nr + j]);
+                  want += prod;
+                  mag += std::fabs(prod);
+                }
+                want *= cs.alpha;
+                mag *= std::fabs(double(cs.alpha));
+                if (cs.beta != 0.0f) {
+                  want += double(cs.beta) * c0[e];
+                  mag += std::fabs(double(cs.beta) * c0[e]);
+                }
+                if (cs.bias) {
+                  want += bias[j];
+                  mag += std::fabs(double(bias[j]));
+                }
+                const double tol = double(k + 2) * FLT_EPSILON * mag + 1e-30;
+                if (!(std::fabs(double(panel[e]) - want) <= tol) && bad++ < 5) {
+                  FAIL_CHECK("c(" << i << ", " << j << ") = " << panel[e] << ", reference " << want
+                                  << ", tolerance " << tol);
+                }
+              }
+            }
+            CHECK(bad == 0);
+          }
+        }
+      }
+    }
+  }
+  // AVX-512 has the loop; elsewhere (or where the CPU lacks it) there is nothing to compare.
+  if (!ran) WARN("no ISA on this CPU has the wide panel tile");
+}
