@@ -107,6 +107,7 @@ struct Problems {
 
 const char* const kNames[] = {"matmul",
                               "matmul (3 rows)",
+                              "matmul (7 rows of A^T, columns split)",
                               "exp",
                               "softmax",
                               "softmax in place",
@@ -137,6 +138,7 @@ TEST_CASE("every routine is bit-identical for 1, 2, 3 and 7 threads and repeated
           continue;
         }
         REQUIRE(got.size() == first.size());
+        REQUIRE(got.size() == sizeof(kNames) / sizeof(kNames[0]));
         for (std::size_t i = 0; i < got.size(); ++i) {
           INFO("isa " << attn::isa_name(isa) << ", " << threads << " threads, call " << call << ": "
                       << kNames[i]);

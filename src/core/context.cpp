@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -14,7 +15,9 @@ Status ContextState::scratch(std::size_t bytes, void** out) noexcept {
   }
   const std::size_t rounded = ScratchCarver::rounded(bytes < 64 ? 64 : bytes);
   void* p = nullptr;
-  if (rounded < bytes || posix_memalign(&p, ScratchCarver::kAlign, rounded) != 0) {
+  // No object exceeds PTRDIFF_MAX bytes: larger requests (saturated sizes) are refused outright.
+  if (rounded > static_cast<std::size_t>(PTRDIFF_MAX) ||
+      posix_memalign(&p, ScratchCarver::kAlign, rounded) != 0) {
     return Status::Error(StatusCode::out_of_memory, "attn: could not allocate %zu bytes of scratch",
                          bytes);
   }
