@@ -265,5 +265,39 @@ TEST_CASE("self_attention rejects bad arguments and writes nothing", "[args][sel
                                      attn::make_matrix(const_cast<float*>(x.data()), 6, 8)),
                 {"out overlaps x"});
   }
+  SECTION("num_heads 0") {
+    p.num_heads = 0;
+    check_error(attn::self_attention(ctx, xv, batch, p, ov), {"params.num_heads is 0"});
+  }
+  SECTION("q.weight's columns not a multiple of num_heads") {
+    p.q.weight.cols = 7;
+    check_error(attn::self_attention(ctx, xv, batch, p, ov),
+                {"params.q.weight has 7 columns", "num_heads (2)"});
+  }
+  SECTION("k.weight's columns not num_kv_heads x Dk") {
+    p.num_kv_heads = 1;
+    check_error(attn::self_attention(ctx, xv, batch, p, ov),
+                {"params.k.weight has 8 columns", "num_kv_heads (1) x Dk (4) = 4"});
+  }
+  SECTION("o.weight's rows not num_heads x Dv") {
+    p.o.weight = attn::make_matrix<const float>(wq.data(), 7, 8);
+    check_error(attn::self_attention(ctx, xv, batch, p, ov), {"params.o.weight has 7 rows", "8"});
+  }
+  SECTION("o.bias without o.weight") {
+    p.o.bias = wq.data();
+    check_error(attn::self_attention(ctx, xv, batch, p, ov), {"params.o.bias is set"});
+  }
+  SECTION("a weight's stride below its columns") {
+    p.q.weight.stride = 4;
+    check_error(attn::self_attention(ctx, xv, batch, p, ov), {"params.q.weight"});
+  }
+  SECTION("a NaN scale") {
+    p.attention.scale = attn_test::nan_f();
+    check_error(attn::self_attention(ctx, xv, batch, p, ov), {"scale"});
+  }
+  SECTION("out overlapping a bias") {
+    p.q.bias = out.data();
+    check_error(attn::self_attention(ctx, xv, batch, p, ov), {"out overlaps params.q.bias"});
+  }
   CHECK(untouched(out));
 }

@@ -22,8 +22,8 @@ struct Projection {
 struct SelfAttentionParams {
   // q.weight [d_model, num_heads * Dk], k.weight [d_model, num_kv_heads * Dk],
   // v.weight [d_model, num_kv_heads * Dv], o.weight [num_heads * Dv, d_out].
-  // o.weight.data == nullptr: no output projection; out holds the heads side by side
-  // (d_out = num_heads * Dv), which is exactly the seed's pipeline.
+  // o.weight.data == nullptr: no output projection (o.bias must then be null too); out holds the
+  // heads side by side (d_out = num_heads * Dv), which is exactly the seed's pipeline.
   Projection q{}, k{}, v{}, o{};
   std::size_t num_heads = 1;
   std::size_t num_kv_heads = 0;  // 0 means num_heads

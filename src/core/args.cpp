@@ -326,6 +326,12 @@ Status validate_self_attention_weights(const char* fn, const SelfAttentionParams
   }
   const Projection* projs[4] = {&p.q, &p.k, &p.v, &p.o};
   d.has_output_projection = p.o.weight.data != nullptr;
+  if (!d.has_output_projection && p.o.bias != nullptr) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: params.o.bias is set but params.o.weight.data is null (no output "
+                         "projection to add it to)",
+                         fn);
+  }
   for (int i = 0; i < 8; ++i)
     extents[i] = Extent{};
   for (int i = 0; i < 4; ++i) {
