@@ -6,9 +6,7 @@
 // payloads aside, where both are NaN), and each must meet GemmDirectKernel's contract:
 // C = alpha A B + beta C + bias on m rows and n columns, nothing else written, beta == 0 never
 // reading C.
-//
-// Tolerance per element: (k + 2) u_f (|alpha| sum |a||b| + |beta c| + |bias|), u_f = FLT_EPSILON:
-// k products and sums in float, the alpha and beta products, the bias add.
+// (Tolerance: support/direct_tile_check.hpp.)
 #include <catch2/catch.hpp>
 #include <cfloat>
 #include <cmath>
@@ -19,6 +17,7 @@
 #include <vector>
 
 #include "dispatch/kernels.hpp"
+#include "support/direct_tile_check.hpp"
 #include "support/test_support.hpp"
 
 namespace {
@@ -28,12 +27,6 @@ struct NarrowCase {
   float alpha, beta;
   bool bias;
 };
-
-std::uint32_t bits(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
 
 }  // namespace
 
@@ -81,42 +74,9 @@ TEST_CASE("the narrow no-packing tile's two forms write the same bits", "[matmul
                                  cs.beta, cs.m, n, bias_p);
         kern->gemm_direct_narrow_split(cs.k, a.data(), lda, b.data(), ldb, split.data(), ldc,
                                        cs.alpha, cs.beta, cs.m, n, bias_p);
-        std::size_t bad = 0;
-        for (std::size_t i = 0; i < c_rows; ++i) {
-          for (std::size_t j = 0; j < ldc; ++j) {
-            const std::size_t e = i * ldc + j;
-            if (bits(pairs[e]) != bits(split[e]) && bad++ < 5) {
-              FAIL_CHECK("c(" << i << ", " << j << "): pairs " << pairs[e] << ", split "
-                              << split[e]);
-            }
-            if (i >= cs.m || j >= n) {
-              if (bits(pairs[e]) != bits(c0[e]) && bad++ < 5)
-                FAIL_CHECK("c(" << i << ", " << j << ") outside the tile changed");
-              continue;
-            }
-            double want = 0.0, mag = 0.0;
-            for (std::size_t p = 0; p < cs.k; ++p) {
-              const double prod = double(a[i * lda + p]) * double(b[p * ldb + j]);
-              want += prod;
-              mag += std::fabs(prod);
-            }
-            want *= cs.alpha;
-            mag *= std::fabs(double(cs.alpha));
-            if (cs.beta != 0.0f) {
-              want += double(cs.beta) * c0[e];
-              mag += std::fabs(double(cs.beta) * c0[e]);
-            }
-            if (cs.bias) {
-              want += bias[j];
-              mag += std::fabs(double(bias[j]));
-            }
-            const double tol = double(cs.k + 2) * FLT_EPSILON * mag + 1e-30;
-            if (!(std::fabs(double(pairs[e]) - want) <= tol) && bad++ < 5) {
-              FAIL_CHECK("c(" << i << ", " << j << ") = " << pairs[e] << ", reference " << want
-                              << ", tolerance " << tol);
-            }
-          }
-        }
+        const attn_test::DirectTile tile{cs.m, n,   cs.k,   cs.alpha, cs.beta, a,     lda,
+                                         b,    ldb, bias_p, c0,       ldc,     c_rows};
+        const std::size_t bad = attn_test::check_direct_tile(tile, pairs, split);
         CHECK(bad == 0);
       }
     }
@@ -149,14 +109,15 @@ TEST_CASE("the narrow tile's two forms agree on infinities, NaN and signed zeros
                                        0.0f, m, lanes, nullptr);
         for (std::size_t e = 0; e < pairs.size(); ++e) {
           const bool both_nan = std::isnan(pairs[e]) && std::isnan(split[e]);
-          CHECK((both_nan || bits(pairs[e]) == bits(split[e])));
+          CHECK((both_nan || attn_test::float_bits(pairs[e]) == attn_test::float_bits(split[e])));
         }
         CHECK(std::isnan(pairs[1]));
         CHECK(pairs[2] == attn_test::inf_f());
         if (m > 1) {
           CHECK(std::isnan(pairs[1 * ldc + 3]));
-          CHECK(bits(pairs[1 * ldc + 4]) == bits(0.0f));
-          CHECK(bits(pairs[2 * ldc + 4]) == bits(-0.0f));  // row 2: -0 x 0 throughout
+          CHECK(attn_test::float_bits(pairs[1 * ldc + 4]) == attn_test::float_bits(0.0f));
+          CHECK(attn_test::float_bits(pairs[2 * ldc + 4]) ==
+                attn_test::float_bits(-0.0f));  // row 2: -0 x 0 throughout
         }
       }
     }

@@ -5,9 +5,7 @@
 // (Kernels::gemm_direct_wide: the same sums in the same order) and meet GemmDirectKernel's
 // contract: C = alpha A B + beta C + bias on m rows and n columns, nothing else written,
 // beta == 0 never reading C.
-//
-// Tolerance per element: (k + 2) u_f (|alpha| sum |a||b| + |beta c| + |bias|), u_f = FLT_EPSILON:
-// k products and sums in float, the alpha and beta products, the bias add.
+// (Tolerance: support/direct_tile_check.hpp.)
 #include <catch2/catch.hpp>
 #include <cfloat>
 #include <cmath>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "dispatch/kernels.hpp"
+#include "support/direct_tile_check.hpp"
 #include "support/test_support.hpp"
 
 namespace {
@@ -26,12 +25,6 @@ struct WideCase {
   float alpha, beta;
   bool bias;
 };
-
-std::uint32_t bits(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
 
 }  // namespace
 
@@ -83,42 +76,9 @@ TEST_CASE("the wide tile on a packed panel writes the intrinsics tile's bits", "
                                   cs.beta, m, n, bias_p);
             kern->gemm_direct_wide(k, a.data(), lda, b.data(), nr, direct.data(), ldc, cs.alpha,
                                    cs.beta, m, n, bias_p);
-            std::size_t bad = 0;
-            for (std::size_t i = 0; i < c_rows; ++i) {
-              for (std::size_t j = 0; j < ldc; ++j) {
-                const std::size_t e = i * ldc + j;
-                if (bits(panel[e]) != bits(direct[e]) && bad++ < 5) {
-                  FAIL_CHECK("c(" << i << ", " << j << "): panel " << panel[e] << ", direct "
-                                  << direct[e]);
-                }
-                if (i >= m || j >= n) {
-                  if (bits(panel[e]) != bits(c0[e]) && bad++ < 5)
-                    FAIL_CHECK("c(" << i << ", " << j << ") outside the tile changed");
-                  continue;
-                }
-                double want = 0.0, mag = 0.0;
-                for (std::size_t p = 0; p < k; ++p) {
-                  const double prod = double(a[i * lda + p]) * double(b[p * nr + j]);
-                  want += prod;
-                  mag += std::fabs(prod);
-                }
-                want *= cs.alpha;
-                mag *= std::fabs(double(cs.alpha));
-                if (cs.beta != 0.0f) {
-                  want += double(cs.beta) * c0[e];
-                  mag += std::fabs(double(cs.beta) * c0[e]);
-                }
-                if (cs.bias) {
-                  want += bias[j];
-                  mag += std::fabs(double(bias[j]));
-                }
-                const double tol = double(k + 2) * FLT_EPSILON * mag + 1e-30;
-                if (!(std::fabs(double(panel[e]) - want) <= tol) && bad++ < 5) {
-                  FAIL_CHECK("c(" << i << ", " << j << ") = " << panel[e] << ", reference " << want
-                                  << ", tolerance " << tol);
-                }
-              }
-            }
+            const attn_test::DirectTile tile{m, n,  k,      cs.alpha, cs.beta, a,     lda,
+                                             b, nr, bias_p, c0,       ldc,     c_rows};
+            const std::size_t bad = attn_test::check_direct_tile(tile, panel, direct);
             CHECK(bad == 0);
           }
         }
