@@ -2,29 +2,42 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 
 namespace attn::detail {
 namespace {
 
 constexpr std::size_t kMaxBytes = static_cast<std::size_t>(PTRDIFF_MAX);
 
-Status too_large(const char* fn, const char* arg) {
+// `what`: the view's size as its caller knows it (elements, rows x cols, shape and strides).
+Status too_large(const char* fn, const char* arg, const char* what) {
   return Status::Error(StatusCode::invalid_argument,
-                       "%s: %s spans more bytes than fit in ptrdiff_t (size overflow)", fn, arg);
+                       "%s: %s spans more bytes than fit in ptrdiff_t (%s)", fn, arg, what);
+}
+
+Status too_large_elements(const char* fn, const char* arg, std::size_t elements,
+                          std::size_t elem_size) {
+  char what[80];
+  std::snprintf(what, sizeof what, "%zu elements of %zu bytes", elements, elem_size);
+  return too_large(fn, arg, what);
 }
 
 // extent of `elements` elements starting at data + first (in elements).
 Status make_extent(const char* fn, const char* arg, const void* data, std::ptrdiff_t first,
                    std::size_t elements, std::size_t elem_size, Extent* extent) {
   std::size_t bytes = 0;
-  if (!mul_ok(elements, elem_size, &bytes) || bytes > kMaxBytes) return too_large(fn, arg);
+  if (!mul_ok(elements, elem_size, &bytes) || bytes > kMaxBytes) {
+    return too_large_elements(fn, arg, elements, elem_size);
+  }
   const auto base = reinterpret_cast<std::uintptr_t>(data);
   const std::intptr_t first_bytes =
       static_cast<std::intptr_t>(first) * static_cast<std::intptr_t>(elem_size);
   const std::uintptr_t begin = base + static_cast<std::uintptr_t>(first_bytes);
   if ((first_bytes < 0 && begin > base) || begin + bytes < begin) {
-    return Status::Error(StatusCode::invalid_argument, "%s: %s wraps around the address space", fn,
-                         arg);
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: %s wraps around the address space (data %p, %zu bytes from byte "
+                         "offset %td)",
+                         fn, arg, data, bytes, static_cast<std::ptrdiff_t>(first_bytes));
   }
   extent->begin = begin;
   extent->end = begin + bytes;
@@ -62,7 +75,9 @@ Status check_matrix(const char* fn, const char* arg, const void* data, std::size
   }
   std::size_t elements = 0;
   if (!mul_ok(rows - 1, stride, &elements) || !add_ok(elements, cols, &elements)) {
-    return too_large(fn, arg);
+    char what[96];
+    std::snprintf(what, sizeof what, "%zu x %zu, stride %zu", rows, cols, stride);
+    return too_large(fn, arg, what);
   }
   return make_extent(fn, arg, data, 0, elements, elem_size, extent);
 }
@@ -85,27 +100,34 @@ Status check_tensor(const char* fn, const char* arg, const void* data,
                          "%s: %s.data is null but its shape is [%zu, %zu, %zu, %zu]", fn, arg,
                          shape[0], shape[1], shape[2], shape[3]);
   }
+  const auto tensor_too_large = [&] {
+    char what[200];
+    std::snprintf(what, sizeof what, "shape [%zu, %zu, %zu, %zu], strides [%td, %td, %td, %td]",
+                  shape[0], shape[1], shape[2], shape[3], strides[0], strides[1], strides[2],
+                  strides[3]);
+    return too_large(fn, arg, what);
+  };
   // Offsets of the lowest and highest element, in elements.
   std::size_t span = 0;
   std::size_t neg = 0;
   for (int d = 0; d < 4; ++d) {
     const std::ptrdiff_t st = strides[d];
-    if (st == PTRDIFF_MIN) return too_large(fn, arg);
+    if (st == PTRDIFF_MIN) return tensor_too_large();
     const std::size_t mag = static_cast<std::size_t>(st < 0 ? -st : st);
     std::size_t part = 0;
     if (!mul_ok(shape[d] - 1, mag, &part) || !add_ok(span, part, &span)) {
-      return too_large(fn, arg);
+      return tensor_too_large();
     }
     if (st < 0) neg += part;
   }
-  if (span >= kMaxBytes) return too_large(fn, arg);
+  if (span >= kMaxBytes) return tensor_too_large();
   // The logical size too: a broadcast view (stride 0) reaches few bytes but holds
   // shape[0] * ... * shape[3] elements, and the drivers size their work by the shape.
   std::size_t elements = 1;
   for (std::size_t s : shape) {
-    if (!mul_ok(elements, s, &elements)) return too_large(fn, arg);
+    if (!mul_ok(elements, s, &elements)) return tensor_too_large();
   }
-  if (!mul_ok(elements, elem_size, &elements) || elements > kMaxBytes) return too_large(fn, arg);
+  if (!mul_ok(elements, elem_size, &elements) || elements > kMaxBytes) return tensor_too_large();
   return make_extent(fn, arg, data, -static_cast<std::ptrdiff_t>(neg), span + 1, elem_size, extent);
 }
 
@@ -138,8 +160,11 @@ Status check_no_self_overlap(const char* fn, const char* arg,
 Status check_disjoint(const char* fn, const char* out_arg, const Extent& out, const char* in_arg,
                       const Extent& in) {
   if (!overlaps(out, in)) return Status::Ok();
-  return Status::Error(StatusCode::invalid_argument, "%s: %s overlaps %s in memory", fn, out_arg,
-                       in_arg);
+  return Status::Error(StatusCode::invalid_argument,
+                       "%s: %s overlaps %s in memory (bytes [%#zx, %#zx) and [%#zx, %#zx))", fn,
+                       out_arg, in_arg, static_cast<std::size_t>(out.begin),
+                       static_cast<std::size_t>(out.end), static_cast<std::size_t>(in.begin),
+                       static_cast<std::size_t>(in.end));
 }
 
 }  // namespace attn::detail
