@@ -49,10 +49,23 @@ bool plainly_valid_matmul(const MatrixView<const float>& a, Transpose ta,
   return !c_meets_a && !c_meets_b;
 }
 
+// The names of an AttentionOptions' parts in messages, under the name the call gives the options
+// ("options", or self_attention's "params.attention").
+struct OptionNames {
+  char additive[48], allowed[48], key_lengths[48], scale[48], weights[48];
+  explicit OptionNames(const char* opt) {
+    std::snprintf(additive, sizeof additive, "%s.mask.additive", opt);
+    std::snprintf(allowed, sizeof allowed, "%s.mask.allowed", opt);
+    std::snprintf(key_lengths, sizeof key_lengths, "%s.mask.key_lengths", opt);
+    std::snprintf(scale, sizeof scale, "%s.scale", opt);
+    std::snprintf(weights, sizeof weights, "%s.weights", opt);
+  }
+};
+
 // Mask parts against [B, Hq, Lq, Lk]; collects the extents of what the mask reads.
-Status validate_mask(const char* fn, const Mask& mask, std::size_t batch, std::size_t heads,
-                     std::size_t lq, std::size_t lk, Extent* additive, Extent* allowed,
-                     Extent* lengths) {
+Status validate_mask(const char* fn, const OptionNames& on, const Mask& mask, std::size_t batch,
+                     std::size_t heads, std::size_t lq, std::size_t lk, Extent* additive,
+                     Extent* allowed, Extent* lengths) {
   const std::size_t want[4] = {batch, heads, lq, lk};
   const char* dim_names[4] = {"batch", "heads", "Lq", "Lk"};
   auto check_shape = [&](const char* arg, const std::array<std::size_t, 4>& shape) {
@@ -72,22 +85,22 @@ Status validate_mask(const char* fn, const Mask& mask, std::size_t batch, std::s
   *allowed = Extent{};
   *lengths = Extent{};
   if (mask.additive.data != nullptr) {
-    ATTN_RETURN_IF_ERROR(check_shape("mask.additive", mask.additive.shape));
-    ATTN_RETURN_IF_ERROR(check_tensor(fn, "mask.additive", mask.additive, additive));
+    ATTN_RETURN_IF_ERROR(check_shape(on.additive, mask.additive.shape));
+    ATTN_RETURN_IF_ERROR(check_tensor(fn, on.additive, mask.additive, additive));
   }
   if (mask.allowed.data != nullptr) {
-    ATTN_RETURN_IF_ERROR(check_shape("mask.allowed", mask.allowed.shape));
-    ATTN_RETURN_IF_ERROR(check_tensor(fn, "mask.allowed", mask.allowed, allowed));
+    ATTN_RETURN_IF_ERROR(check_shape(on.allowed, mask.allowed.shape));
+    ATTN_RETURN_IF_ERROR(check_tensor(fn, on.allowed, mask.allowed, allowed));
   }
   if (mask.key_lengths != nullptr) {
-    ATTN_RETURN_IF_ERROR(check_buffer(fn, "mask.key_lengths", mask.key_lengths, batch,
-                                      sizeof(std::int32_t), lengths));
+    ATTN_RETURN_IF_ERROR(
+        check_buffer(fn, on.key_lengths, mask.key_lengths, batch, sizeof(std::int32_t), lengths));
     for (std::size_t b = 0; b < batch; ++b) {
       const std::int32_t len = mask.key_lengths[b];
       if (len < 0 || static_cast<std::size_t>(len) > lk) {
         return Status::Error(StatusCode::invalid_argument,
-                             "%s: mask.key_lengths[%zu] is %d; it must be in [0, Lk = %zu]", fn, b,
-                             static_cast<int>(len), lk);
+                             "%s: %s[%zu] is %d; it must be in [0, Lk = %zu]", fn, on.key_lengths,
+                             b, static_cast<int>(len), lk);
       }
     }
   }
@@ -101,10 +114,10 @@ Status shape_error(const char* fn, const char* arg, const std::array<std::size_t
                        arg, got[0], got[1], got[2], got[3], want[0], want[1], want[2], want[3]);
 }
 
-Status check_scale(const char* fn, float scale) {
+Status check_scale(const char* fn, const OptionNames& on, float scale) {
   if (!std::isfinite(scale)) {
     return Status::Error(StatusCode::invalid_argument,
-                         "%s: options.scale is %g; it must be finite (0 = 1/sqrt(Dk))", fn,
+                         "%s: %s is %g; it must be finite (0 = 1/sqrt(Dk))", fn, on.scale,
                          static_cast<double>(scale));
   }
   return Status::Ok();
@@ -116,13 +129,13 @@ float resolve_scale(float scale, std::size_t dim_k) {
 }
 
 // The weights output: [B, Hq, Lq, Lk], disjoint from the inputs and the output.
-Status validate_weights(const char* fn, const TensorView<float>& w,
+Status validate_weights(const char* fn, const OptionNames& on, const TensorView<float>& w,
                         const std::array<std::size_t, 4>& want, Extent* extent) {
   *extent = Extent{};
   if (w.data == nullptr) return Status::Ok();
-  if (w.shape != want) return shape_error(fn, "options.weights", w.shape, want);
-  ATTN_RETURN_IF_ERROR(check_tensor(fn, "options.weights", w, extent));
-  return check_no_self_overlap(fn, "options.weights", w.shape, w.strides);
+  if (w.shape != want) return shape_error(fn, on.weights, w.shape, want);
+  ATTN_RETURN_IF_ERROR(check_tensor(fn, on.weights, w, extent));
+  return check_no_self_overlap(fn, on.weights, w.shape, w.strides);
 }
 
 }  // namespace
@@ -236,18 +249,19 @@ Status validate_attention(const char* fn, const TensorView<const float>& q,
   const std::array<std::size_t, 4> out_shape = {d.batch, d.heads_q, d.len_q, d.dim_v};
   if (out.shape != out_shape) return shape_error(fn, "out", out.shape, out_shape);
   ATTN_RETURN_IF_ERROR(check_no_self_overlap(fn, "out", out.shape, out.strides));
-  ATTN_RETURN_IF_ERROR(check_scale(fn, options.scale));
+  const OptionNames on("options");
+  ATTN_RETURN_IF_ERROR(check_scale(fn, on, options.scale));
   ATTN_RETURN_IF_ERROR(
-      validate_mask(fn, options.mask, d.batch, d.heads_q, d.len_q, d.len_k, &ea, &eb, &el));
+      validate_mask(fn, on, options.mask, d.batch, d.heads_q, d.len_q, d.len_k, &ea, &eb, &el));
   ATTN_RETURN_IF_ERROR(
-      validate_weights(fn, options.weights, {d.batch, d.heads_q, d.len_q, d.len_k}, &ew));
+      validate_weights(fn, on, options.weights, {d.batch, d.heads_q, d.len_q, d.len_k}, &ew));
   const Extent inputs[] = {eq, ek, ev, ea, eb, el};
-  const char* names[] = {"q", "k", "v", "mask.additive", "mask.allowed", "mask.key_lengths"};
+  const char* names[] = {"q", "k", "v", on.additive, on.allowed, on.key_lengths};
   for (int i = 0; i < 6; ++i) {
     ATTN_RETURN_IF_ERROR(check_disjoint(fn, "out", eo, names[i], inputs[i]));
-    ATTN_RETURN_IF_ERROR(check_disjoint(fn, "options.weights", ew, names[i], inputs[i]));
+    ATTN_RETURN_IF_ERROR(check_disjoint(fn, on.weights, ew, names[i], inputs[i]));
   }
-  ATTN_RETURN_IF_ERROR(check_disjoint(fn, "options.weights", ew, "out", eo));
+  ATTN_RETURN_IF_ERROR(check_disjoint(fn, on.weights, ew, "out", eo));
   d.scale = resolve_scale(options.scale, d.dim_k);
   *dims = d;
   return Status::Ok();
@@ -271,23 +285,22 @@ Status validate_self_attention_call(const char* fn, const char* opt, const Exten
     return Status::Error(StatusCode::invalid_argument, "%s: out is %zu x %zu; expected %zu x %zu",
                          fn, out.rows, out.cols, x.rows, d->d_out);
   }
-  ATTN_RETURN_IF_ERROR(check_scale(fn, options.scale));
+  const OptionNames on(opt);
+  ATTN_RETURN_IF_ERROR(check_scale(fn, on, options.scale));
   Extent ea, eb, el, ew;
   ATTN_RETURN_IF_ERROR(
-      validate_mask(fn, options.mask, d->batch, d->heads_q, d->seq, d->seq, &ea, &eb, &el));
+      validate_mask(fn, on, options.mask, d->batch, d->heads_q, d->seq, d->seq, &ea, &eb, &el));
   ATTN_RETURN_IF_ERROR(
-      validate_weights(fn, options.weights, {d->batch, d->heads_q, d->seq, d->seq}, &ew));
-  char weights_name[64];
-  std::snprintf(weights_name, sizeof weights_name, "%s.weights", opt);
+      validate_weights(fn, on, options.weights, {d->batch, d->heads_q, d->seq, d->seq}, &ew));
   const Extent inputs[] = {ex, ea, eb, el};
-  const char* input_names[] = {"x", "mask.additive", "mask.allowed", "mask.key_lengths"};
+  const char* input_names[] = {"x", on.additive, on.allowed, on.key_lengths};
   for (int i = 0; i < 4 + n; ++i) {
     const Extent& e = i < 4 ? inputs[i] : weights[i - 4];
     const char* name = i < 4 ? input_names[i] : names[i - 4];
     ATTN_RETURN_IF_ERROR(check_disjoint(fn, "out", eo, name, e));
-    ATTN_RETURN_IF_ERROR(check_disjoint(fn, weights_name, ew, name, e));
+    ATTN_RETURN_IF_ERROR(check_disjoint(fn, on.weights, ew, name, e));
   }
-  ATTN_RETURN_IF_ERROR(check_disjoint(fn, weights_name, ew, "out", eo));
+  ATTN_RETURN_IF_ERROR(check_disjoint(fn, on.weights, ew, "out", eo));
   d->scale = resolve_scale(options.scale, d->dim_k);
   return Status::Ok();
 }
