@@ -144,6 +144,24 @@ TEST_CASE("attention rejects bad arguments and writes nothing", "[args][attentio
     k.strides[3] = 2;
     check_error(attn::attention(ctx, p.tq(), k, p.tv(), p.tout(), p.with_weights()),
                 {"k.strides[3] is 2"});
+    auto q = p.tq(), v = p.tv();
+    auto out = p.tout();
+    q.strides[3] = v.strides[3] = out.strides[3] = 0;
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), p.with_weights()),
+                {"q.strides[3] is 0"});
+    check_error(attn::attention(ctx, p.tq(), p.tk(), v, p.tout(), p.with_weights()),
+                {"v.strides[3] is 0"});
+    check_error(attn::attention(ctx, p.tq(), p.tk(), p.tv(), out, p.with_weights()),
+                {"out.strides[3] is 0"});
+    auto o = p.with_weights();
+    o.weights.strides[3] = 2;
+    check_error(p.run(ctx, o), {"options.weights.strides[3] is 2"});
+    std::vector<float> bias(p.Lq * p.Lk);
+    auto additive = attn::make_bhsd<const float>(bias.data(), 1, 1, p.Lq, p.Lk);
+    additive.strides[3] = -1;
+    o = p.with_weights();
+    o.mask = attn::Mask().with_additive(additive);
+    check_error(p.run(ctx, o), {"options.mask.additive.strides[3] is -1"});
   }
   SECTION("shapes that do not match") {
     auto v = p.tv();
@@ -175,10 +193,14 @@ TEST_CASE("attention rejects bad arguments and writes nothing", "[args][attentio
     check_error(p.run(ctx, o), {"mask.key_lengths[0] is -1"});
   }
   SECTION("a mask whose shape cannot broadcast") {
-    std::vector<float> bias(3 * 3 * 5);
+    std::vector<float> bias(3 * 3 * 6);
     auto o = p.with_weights();
     o.mask = attn::Mask().with_additive(attn::make_bhsd<const float>(bias.data(), 1, 3, 3, 5));
     check_error(p.run(ctx, o), {"mask.additive has shape [1, 3, 3, 5]", "heads"});
+    o.mask = attn::Mask().with_additive(attn::make_bhsd<const float>(bias.data(), 3, 1, 3, 5));
+    check_error(p.run(ctx, o), {"mask.additive has shape [3, 1, 3, 5]", "batch"});
+    o.mask = attn::Mask().with_additive(attn::make_bhsd<const float>(bias.data(), 1, 1, 3, 6));
+    check_error(p.run(ctx, o), {"mask.additive has shape [1, 1, 3, 6]", "Lk"});
     std::vector<std::uint8_t> allowed(2 * 5);
     o.mask =
         attn::Mask().with_allowed(attn::make_bhsd<const std::uint8_t>(allowed.data(), 1, 1, 2, 5));
@@ -193,6 +215,23 @@ TEST_CASE("attention rejects bad arguments and writes nothing", "[args][attentio
     auto o = p.with_weights();
     o.scale = attn_test::nan_f();
     check_error(p.run(ctx, o), {"options.scale is nan"});
+    o.scale = -attn_test::inf_f();
+    check_error(p.run(ctx, o), {"options.scale is -inf"});
+  }
+  SECTION("weights overlapping an input") {
+    auto o = p.with_weights();
+    o.weights = attn::make_bhsd(const_cast<float*>(p.k.data()), 1, 1, 1, p.Lk);
+    o.weights.shape = {p.B, p.Hq, p.Lq, p.Lk};
+    o.weights.strides = {0, 0, 0, 1};
+    check_error(p.run(ctx, o), {"alias"});
+    std::vector<float> kw(p.k.size() + p.w.size(), kSentinel);
+    std::copy(p.k.begin(), p.k.end(), kw.begin());
+    const auto k = attn::make_bhsd<const float>(kw.data(), p.B, p.Hkv, p.Lk, p.Dk);
+    o.weights = attn::make_bhsd(kw.data() + 4, p.B, p.Hq, p.Lq, p.Lk);
+    check_error(attn::attention(ctx, p.tq(), k, p.tv(), p.tout(), o),
+                {"options.weights overlaps k"});
+    for (std::size_t i = p.k.size(); i < kw.size(); ++i)
+      CHECK(kw[i] == kSentinel);
   }
   SECTION("output overlapping an input") {
     std::vector<float> qq = p.q;
