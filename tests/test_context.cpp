@@ -109,6 +109,68 @@ TEST_CASE("ATTN_ISA selects the ISA, and an unsupported one fails every call", "
   }
 }
 
+namespace {
+
+// Every routine through `ctx`, on small valid arguments: each must fail with `code`, the message
+// holding `words`, and write nothing.
+void every_routine_fails(attn::Context& ctx, attn::StatusCode code, const char* words) {
+  constexpr float kSentinel = 12345.0f;
+  std::vector<float> in(64, 0.5f), out(64, kSentinel);
+  const auto expect = [&](const attn::Status& s, const char* routine) {
+    INFO(routine << ": " << s.message());
+    CHECK(s.code() == code);
+    CHECK(std::string(s.message()).find(words) != std::string::npos);
+  };
+  float* o = out.data();
+  const float* i = in.data();
+  expect(attn::exp(ctx, i, o, 4), "exp");
+  expect(attn::softmax(ctx, {i, 2, 4, 4}, {o, 2, 4, 4}), "softmax");
+  expect(attn::matmul(ctx, {i, 2, 4, 4}, attn::Transpose::no, {i, 4, 3, 3}, attn::Transpose::no,
+                      {o, 2, 3, 3}),
+         "matmul");
+  attn::PackedMatrix packed;
+  expect(attn::pack_matrix(ctx, {i, 4, 3, 3}, attn::Transpose::no, &packed), "pack_matrix");
+  expect(
+      attn::attention(ctx, attn::make_bhsd<const float>(i, 1, 1, 2, 4),
+                      attn::make_bhsd<const float>(i, 1, 1, 3, 4),
+                      attn::make_bhsd<const float>(i, 1, 1, 3, 4), attn::make_bhsd(o, 1, 1, 2, 4)),
+      "attention");
+  attn::SelfAttentionParams p;
+  p.q.weight = p.k.weight = p.v.weight = {i, 4, 4, 4};
+  expect(attn::self_attention(ctx, {i, 3, 4, 4}, 1, p, {o, 3, 4, 4}), "self_attention");
+  attn::PackedSelfAttention layer;
+  expect(attn::pack_self_attention(ctx, p, &layer), "pack_self_attention");
+  for (float x : out)
+    CHECK(x == kSentinel);
+}
+
+}  // namespace
+
+TEST_CASE("every routine fails on a Context with a bad ATTN_ISA or no state", "[context]") {
+  // README's error table: an ATTN_ISA that names no ISA is invalid_argument from every routine
+  // (until set_isa succeeds); a Context without state (moved from) is out_of_memory, from the
+  // routines and the setters.
+  const char* old = std::getenv("ATTN_ISA");
+  const std::string saved = old ? old : "";
+  ::setenv("ATTN_ISA", "not-an-isa", 1);
+  {
+    attn::Context ctx;
+    every_routine_fails(ctx, attn::StatusCode::invalid_argument, "not-an-isa");
+  }
+  if (old) {
+    ::setenv("ATTN_ISA", saved.c_str(), 1);
+  } else {
+    ::unsetenv("ATTN_ISA");
+  }
+  attn::Context ctx;
+  attn::Context taken = std::move(ctx);
+  every_routine_fails(ctx, attn::StatusCode::out_of_memory, "no state");
+  CHECK(ctx.set_num_threads(2).code() == attn::StatusCode::out_of_memory);
+  CHECK(ctx.set_isa(Isa::scalar).code() == attn::StatusCode::out_of_memory);
+  CHECK(ctx.init_status().code() == attn::StatusCode::out_of_memory);
+  CHECK(taken.init_status().ok());
+}
+
 TEST_CASE("Scratch arena grows once per shape", "[context]") {
   for (Isa isa : attn_test::test_isas()) {
     INFO("isa " << attn::isa_name(isa));

@@ -38,8 +38,8 @@ void ContextState::release() noexcept {
 Status usable_state(Context& ctx, const char* fn, ContextState** out) noexcept {
   ContextState* st = ctx.state();
   if (st == nullptr) {
-    return Status::Error(StatusCode::out_of_memory, "%s: the Context could not allocate its state",
-                         fn);
+    return Status::Error(StatusCode::out_of_memory,
+                         "%s: the Context has no state (moved from, or its allocation failed)", fn);
   }
   if (!st->init.ok()) return st->init;
   *out = st;
@@ -94,7 +94,8 @@ Status Context::set_num_threads(int n) noexcept {
                          "Context::set_num_threads: n is %d; it must be >= 1", n);
   }
   if (state_ == nullptr) {
-    return Status::Error(StatusCode::out_of_memory, "Context: state could not be allocated");
+    return Status::Error(StatusCode::out_of_memory,
+                         "Context: no state (moved from, or its allocation failed)");
   }
   state_->threads = n;
   return Status::Ok();
@@ -106,7 +107,8 @@ int Context::num_threads() const noexcept {
 
 Status Context::set_isa(Isa isa) noexcept {
   if (state_ == nullptr) {
-    return Status::Error(StatusCode::out_of_memory, "Context: state could not be allocated");
+    return Status::Error(StatusCode::out_of_memory,
+                         "Context: no state (moved from, or its allocation failed)");
   }
   if (!isa_supported(isa)) {
     return Status::Error(StatusCode::unsupported,
@@ -125,7 +127,8 @@ Isa Context::isa() const noexcept {
 
 Status Context::init_status() const noexcept {
   if (state_ == nullptr) {
-    return Status::Error(StatusCode::out_of_memory, "Context: state could not be allocated");
+    return Status::Error(StatusCode::out_of_memory,
+                         "Context: no state (moved from, or its allocation failed)");
   }
   return state_->init;
 }
