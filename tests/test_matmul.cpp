@@ -187,6 +187,11 @@ TEST_CASE("matmul: the wide tile's B on and off cache-line boundaries", "[matmul
   check_b_layouts({259, 64, 300, Transpose::no, Transpose::no, 1.0f, -0.5f, 0},
                   {{0, 64}, {4, 64}, {0, 80}, {0, 65}, {1, 68}}, {1, 2}, 23, true,
                   [](const attn::detail::Kernels&, const float*, std::size_t) {});
+  // A over half of a 1 MiB L2 (600 x 256 floats): all of k in one chunk, so each thread copies
+  // all of B (threads 1, 2 and 3: 600, 300 and 200 rows each, all over 128).
+  check_b_layouts({600, 64, 256, Transpose::no, Transpose::no, 1.0f, 0.0f, 0}, {{0, 64}, {4, 64}},
+                  {1, 2, 3}, 27, true,
+                  [](const attn::detail::Kernels&, const float*, std::size_t) {});
 }
 
 TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[matmul]") {
@@ -539,6 +544,20 @@ TEST_CASE("matmul: a large B whose rows start past a vector boundary, read in pl
   };
   check_b_layouts({m, n, k, Transpose::no, Transpose::no, -0.5f, 1.0f, 0},
                   {{0, ldb}, {1, ldb}, {4, ldb}, {8, ldb}, {12, ldb}}, {1, 3}, 43, false, on_path);
+  // All of C within the narrowed first panel: 16 x 12 x 12000 (B 576 KB, over half of a 1 MiB
+  // L2; 12 columns, one no-packing tile wide, so not the rows path), B 1 and 4 floats past a line
+  // with a row stride of 16 (first panels of 15 and 12 columns on AVX-512 and AVX2).
+  const std::size_t kk = 12000, nn = 12;
+  const auto on_path_narrow = [&](const attn::detail::Kernels& kern, const float* b,
+                                  std::size_t stride) {
+    if (kern.gemm_prefetch_b != nullptr &&
+        kk * nn * sizeof(float) > attn::detail::cpu_info().l2_bytes / 2) {
+      CHECK(attn::detail::gemm_path(kern, {16, nn, kk}, {nullptr, kk, 1}, {b, stride, 1}) ==
+            attn::detail::GemmPath::prefetched);
+    }
+  };
+  check_b_layouts({16, nn, kk, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+                  {{0, 16}, {1, 16}, {4, 16}}, {1, 3}, 47, true, on_path_narrow);
 }
 
 TEST_CASE("matmul: the prefetched path's k in one pass where C is beyond L2", "[matmul]") {
