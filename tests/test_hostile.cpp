@@ -470,7 +470,7 @@ TEST_CASE("aliasing strides: allowed for inputs, rejected for outputs", "[hostil
   }
 }
 
-TEST_CASE("outputs overlapping inputs or each other are refused; adjacent is fine",
+TEST_CASE("outputs overlapping inputs or each other are refused, adjacent ones are fine",
           "[hostile][args]") {
   attn::Context ctx;
   Small p;
@@ -488,7 +488,7 @@ TEST_CASE("outputs overlapping inputs or each other are refused; adjacent is fin
   attn::AttentionOptions o;
   o.mask = attn::Mask().with_additive(attn::make_bhsd<const float>(mem.data(), 1, 1, p.Lq, p.Lk));
   check_invalid(attn::attention(ctx, p.tq(), p.tk(), p.tv(), within(3), o),
-                "out overlaps mask.additive");
+                "out overlaps options.mask.additive");
   std::vector<std::uint8_t> allowed_mem(1024, 1);
   o.mask = attn::Mask().with_allowed(
       attn::make_bhsd<const std::uint8_t>(allowed_mem.data() + 8, 1, 1, p.Lq, p.Lk));
@@ -496,14 +496,14 @@ TEST_CASE("outputs overlapping inputs or each other are refused; adjacent is fin
       attn::attention(
           ctx, p.tq(), p.tk(), p.tv(),
           attn::make_bhsd(reinterpret_cast<float*>(allowed_mem.data()), p.B, p.H, p.Lq, p.D), o),
-      "out overlaps mask.allowed");
+      "out overlaps options.mask.allowed");
   std::vector<std::int32_t> lengths(p.out.size() + 8, 4);
   o.mask = attn::Mask().with_key_lengths(lengths.data() + 5);
   check_invalid(
       attn::attention(
           ctx, p.tq(), p.tk(), p.tv(),
           attn::make_bhsd(reinterpret_cast<float*>(lengths.data()), p.B, p.H, p.Lq, p.D), o),
-      "out overlaps mask.key_lengths");
+      "out overlaps options.mask.key_lengths");
   // weights overlapping out, both inside one buffer (a view running past out's own vector could
   // reach whatever the heap put next, q included).
   o = {};

@@ -200,7 +200,8 @@ TEST_CASE("packed matmul: the Goto loop nest with several NC blocks, any thread 
   }
 }
 
-TEST_CASE("packed matmul with k == 0 scales c by beta; n == 0 writes nothing", "[matmul][packed]") {
+TEST_CASE("packed matmul with k == 0 scales c by beta, and n == 0 writes nothing",
+          "[matmul][packed]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx = attn_test::make_context(isa);
     attn::PackedMatrix empty_k;
