@@ -77,6 +77,16 @@ TEST_CASE("matmul rejects bad arguments and writes nothing", "[args][matmul]") {
   SECTION("null data with a non-zero size") {
     check_error(attn::matmul(ctx, {nullptr, 6, 4, 4}, Transpose::no, bv, Transpose::no, cv),
                 {"a.data is null", "6 x 4"});
+    check_error(attn::matmul(ctx, av, Transpose::no, {nullptr, 4, 5, 5}, Transpose::no, cv),
+                {"b.data is null", "4 x 5"});
+    check_error(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, {nullptr, 6, 5, 5}),
+                {"c.data is null", "6 x 5"});
+  }
+  SECTION("a view whose addresses wrap around") {
+    // 6 rows of 4 floats from 64 bytes below the top of the address space (never dereferenced).
+    const auto top = reinterpret_cast<const float*>(UINTPTR_MAX - 63);
+    check_error(attn::matmul(ctx, {top, 6, 4, 4}, Transpose::no, bv, Transpose::no, cv),
+                {"a wraps around the address space"});
   }
   SECTION("stride < cols") {
     check_error(attn::matmul(ctx, {a.data(), 6, 4, 3}, Transpose::no, bv, Transpose::no, cv),
@@ -104,7 +114,7 @@ TEST_CASE("matmul rejects bad arguments and writes nothing", "[args][matmul]") {
     const std::size_t huge = std::size_t{1} << 62;
     check_error(attn::matmul(ctx, {a.data(), 2, huge, huge}, Transpose::no, {b.data(), huge, 1, 1},
                              Transpose::no, {c.data(), 2, 1, 1}),
-                {"a spans more bytes"});
+                {"a spans more bytes", "9223372036854775808 elements of 4 bytes"});
   }
   CHECK(untouched(c));
 }
