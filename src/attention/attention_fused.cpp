@@ -38,10 +38,6 @@ namespace {
 std::size_t round_up(std::size_t x, std::size_t m) {
   return (x + m - 1) / m * m;
 }
-// round_up that keeps a saturated size (SIZE_MAX) saturated instead of wrapping it to 0.
-std::size_t sat_round_up(std::size_t x, std::size_t m) {
-  return x > SIZE_MAX - (m - 1) ? SIZE_MAX : round_up(x, m);
-}
 std::size_t div_up(std::size_t x, std::size_t m) {
   return (x + m - 1) / m;
 }
@@ -785,12 +781,8 @@ void balanced_range(const Plan& p, const AttentionCall& call, std::size_t g0, st
 
 }  // namespace
 
-// Nothing to write: no output columns and no weights (or no query rows, or weights of no keys).
-// Such views are empty, so no size check bounds B * Hq * Lq: the call must not loop over them.
 bool nothing_to_do(const AttentionCall& call) {
-  const AttentionDims& d = call.dims;
-  return d.batch == 0 || d.heads_q == 0 || d.len_q == 0 ||
-         (d.dim_v == 0 && (call.options->weights.data == nullptr || d.len_k == 0));
+  return attention_writes_nothing(call.dims, call.options->weights.data != nullptr);
 }
 
 std::size_t attention_scratch_bytes(const Kernels& kern, int threads, const AttentionCall& call) {

@@ -32,6 +32,14 @@ struct AttentionDims {
   float scale;  // resolved: options.scale, or 1/sqrt(dim_k) when that is 0
 };
 
+// A validated attention call with nothing to write: no query rows, or no output columns and no
+// weights (or weights of no keys). Such views are empty, so no size check bounds B * Hq * Lq:
+// attn::attention and the reference return before looping over them.
+inline bool attention_writes_nothing(const AttentionDims& d, bool weights) {
+  return d.batch == 0 || d.heads_q == 0 || d.len_q == 0 ||
+         (d.dim_v == 0 && (!weights || d.len_k == 0));
+}
+
 Status validate_attention(const char* fn, const TensorView<const float>& q,
                           const TensorView<const float>& k, const TensorView<const float>& v,
                           const TensorView<float>& out, const AttentionOptions& options,

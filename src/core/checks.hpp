@@ -81,5 +81,10 @@ inline std::size_t sat_add(std::size_t a, std::size_t b) {
   std::size_t r;
   return add_ok(a, b, &r) ? r : SIZE_MAX;
 }
+// x rounded up to a multiple of m; SIZE_MAX (a saturated size) and sizes that would wrap stay
+// SIZE_MAX.
+inline std::size_t sat_round_up(std::size_t x, std::size_t m) {
+  return x > SIZE_MAX - (m - 1) ? SIZE_MAX : (x + m - 1) / m * m;
+}
 
 }  // namespace attn::detail

@@ -2,11 +2,11 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 
 #include "attn/context.hpp"
 #include "attn/isa.hpp"
 #include "attn/status.hpp"
+#include "core/checks.hpp"
 #include "dispatch/kernels.hpp"
 
 namespace attn::detail {
@@ -36,10 +36,8 @@ class ScratchCarver {
  public:
   explicit ScratchCarver(void* base) : next_(static_cast<char*>(base)) {}
   static constexpr std::size_t kAlign = 64;
-  // Saturates: a size within kAlign - 1 of SIZE_MAX (a saturated sum) stays SIZE_MAX.
-  static std::size_t rounded(std::size_t bytes) {
-    return bytes > SIZE_MAX - (kAlign - 1) ? SIZE_MAX : (bytes + kAlign - 1) / kAlign * kAlign;
-  }
+  // Saturates (sat_round_up): a saturated size stays SIZE_MAX, which the arena refuses.
+  static std::size_t rounded(std::size_t bytes) { return sat_round_up(bytes, kAlign); }
   template <class T>
   T* take(std::size_t count) {
     T* p = reinterpret_cast<T*>(next_);

@@ -140,11 +140,7 @@ Status attention(TensorView<const float> q, TensorView<const float> k, TensorVie
   constexpr const char* fn = "reference::attention";
   AttentionDims d;
   ATTN_RETURN_IF_ERROR(detail::validate_attention(fn, q, k, v, out, options, &d));
-  // Nothing to write (as attn::attention): empty views bound no loop over B * Hq * Lq.
-  if (d.batch == 0 || d.heads_q == 0 || d.len_q == 0 ||
-      (d.dim_v == 0 && (options.weights.data == nullptr || d.len_k == 0))) {
-    return Status::Ok();
-  }
+  if (detail::attention_writes_nothing(d, options.weights.data != nullptr)) return Status::Ok();
   return without_exceptions(fn, [&] { return attention_validated(q, k, v, out, options, d); });
 }
 

@@ -10,7 +10,8 @@
 // exp, softmax, attention (with and without weights, with every mask part) and self_attention
 // (with the weights as views or a PackedSelfAttention) make no allocation and no free, on one
 // thread and on several, on every ISA. Also: an allocation failure (of the scratch, or of
-// pack_matrix's copy) becomes out_of_memory with nothing written. Not built with sanitizers (which
+// pack_matrix's copy) becomes out_of_memory with nothing written; pack_self_attention copies the
+// weights only where they lie apart. Not built with sanitizers (which
 // replace the allocator themselves).
 #include <dlfcn.h>
 #include <algorithm>
@@ -437,6 +438,35 @@ TEST_CASE("no allocation in steady state: every routine, every ISA, 1 and severa
       }
     }
   }
+}
+
+TEST_CASE("pack_self_attention copies Wq, Wk, Wv only where they lie apart", "[alloc]") {
+  // README "Allocation": the temporary side-by-side copy is made only for weights that lie apart.
+  // [Wq | Wk | Wv] in one matrix is packed in place whatever the biases: with only Q's bias the
+  // call makes exactly one allocation more than with none (the biases' buffer), not two (that
+  // and a copy of the weights, as before 2026-12-03); with the weights apart, one more again.
+  attn::Context ctx;
+  const std::size_t dm = 16, cols = 3 * 8;
+  std::vector<float> w(dm * cols, 0.25f), bias(cols, 0.5f);
+  attn::SelfAttentionParams p;
+  p.q.weight = {w.data(), dm, 8, cols};
+  p.k.weight = {w.data() + 8, dm, 8, cols};
+  p.v.weight = {w.data() + 16, dm, 8, cols};
+  p.num_heads = 2;
+  const auto allocations = [&](const attn::SelfAttentionParams& params) {
+    attn::PackedSelfAttention layer;
+    Counting count;
+    REQUIRE(attn::pack_self_attention(ctx, params, &layer).ok());
+    return count.allocs();
+  };
+  const long none = allocations(p);
+  attn::SelfAttentionParams with_q_bias = p;
+  with_q_bias.q.bias = bias.data();
+  CHECK(allocations(with_q_bias) == none + 1);
+  std::vector<float> wq(dm * 8, 0.25f);
+  attn::SelfAttentionParams apart = with_q_bias;
+  apart.q.weight = attn::make_matrix<const float>(wq.data(), dm, 8);
+  CHECK(allocations(apart) == none + 2);
 }
 
 TEST_CASE("a scratch allocation failure is out_of_memory and writes nothing", "[alloc][oom]") {
