@@ -27,6 +27,47 @@ struct Config {
   bool no_v_bias = false;  // with bias: V's left out (zero in the bounds), the others present
 };
 
+// The mask parts beyond causal that a case adds, as plain data: the test evaluates the contract
+// (include/attn/mask.hpp) from these itself rather than through the library. additive and
+// allowed are [B or 1, Hq or 1, seq, seq] (per_batch, per_head say which); empty: none.
+struct MaskParts {
+  std::vector<std::int32_t> key_lengths;
+  bool window = false;
+  std::size_t left = 0, right = 0;
+  std::vector<float> additive;
+  std::vector<std::uint8_t> allowed;
+  bool per_batch = false, per_head = false;
+
+  std::size_t at(const Config& c, std::size_t b, std::size_t h, std::size_t i,
+                 std::size_t j) const {
+    return (((per_batch ? b : 0) * (per_head ? c.heads : 1) + (per_head ? h : 0)) * c.seq + i) *
+               c.seq +
+           j;
+  }
+  // Whether query i of (b, h) attends key j, and what is added to its scaled score. An additive
+  // -inf counts as blocked here: its weight is 0 (the data is finite, so 0 * v is 0).
+  bool attends(const Config& c, std::size_t b, std::size_t h, std::size_t i, std::size_t j) const {
+    if (c.causal && j > i) return false;
+    if (window && (j + left < i || j > i + right)) return false;
+    if (!key_lengths.empty() && j >= std::size_t(key_lengths[b])) return false;
+    if (!allowed.empty() && allowed[at(c, b, h, i, j)] == 0) return false;
+    return added(c, b, h, i, j) != -INFINITY;
+  }
+  double added(const Config& c, std::size_t b, std::size_t h, std::size_t i, std::size_t j) const {
+    return additive.empty() ? 0.0 : additive[at(c, b, h, i, j)];
+  }
+  attn::Mask mask(const Config& c) const {
+    attn::Mask m = c.causal ? attn::Mask::causal() : attn::Mask::bidirectional();
+    const std::size_t nb = per_batch ? c.batch : 1, nh = per_head ? c.heads : 1;
+    if (!key_lengths.empty()) m = m.with_key_lengths(key_lengths.data());
+    if (window) m = m.with_window(left, right);
+    if (!additive.empty())
+      m = m.with_additive(attn::make_bhsd(additive.data(), nb, nh, c.seq, c.seq));
+    if (!allowed.empty()) m = m.with_allowed(attn::make_bhsd(allowed.data(), nb, nh, c.seq, c.seq));
+    return m;
+  }
+};
+
 // y = x W + b in double and |x| |W| + |b|, for x rows x inner and W inner x cols.
 void project(const std::vector<float>& x, std::size_t rows, std::size_t inner,
              const std::vector<float>& w, std::size_t cols, const std::vector<float>* b,
@@ -55,7 +96,7 @@ struct Bounds {
 // The file comment's bound for this input; w and b: q, k, v, o.
 Bounds error_bounds(const Config& c, const std::vector<float>& x,
                     const std::vector<float>* const (&w)[4],
-                    const std::vector<float>* const (&b)[4]) {
+                    const std::vector<float>* const (&b)[4], const MaskParts& mp = {}) {
   const double u = std::ldexp(1.0, -24), eps = 2 * u, gamma = 2.0;
   const std::size_t rows = c.batch * c.seq, dh = c.heads * c.dv;
   const std::size_t cols[3] = {c.heads * c.dk, c.kv_heads * c.dk, c.kv_heads * c.dv};
@@ -77,9 +118,10 @@ Bounds error_bounds(const Config& c, const std::vector<float>& x,
     for (std::size_t h = 0; h < c.heads; ++h) {
       const std::size_t g = h / (c.heads / c.kv_heads);
       for (std::size_t s = 0; s < c.seq; ++s) {
-        const std::size_t r = bi * c.seq + s, keys = c.causal ? s + 1 : c.seq;
+        const std::size_t r = bi * c.seq + s;
         double ds = 0.0, mx = -INFINITY, sum = 0.0;
-        for (std::size_t j = 0; j < keys; ++j) {
+        for (std::size_t j = 0; j < c.seq; ++j) {
+          if (!mp.attends(c, bi, h, s, j)) continue;
           const std::size_t rk = bi * c.seq + j;
           double dot = 0.0, err = 0.0, m = 0.0;
           for (std::size_t t = 0; t < c.dk; ++t) {
@@ -89,16 +131,20 @@ Bounds error_bounds(const Config& c, const std::vector<float>& x,
             err += eq * std::fabs(k) + std::fabs(q) * ek + eq * ek;
             m += std::fabs(q * k);
           }
-          sc[j] = scale * dot;
-          ds = std::fmax(ds, scale * err + double(c.dk + 2) * u * scale * m);
+          // An additive term costs one more rounding: u |scale q.k + a|.
+          const double a = mp.added(c, bi, h, s, j);
+          sc[j] = scale * dot + a;
+          ds = std::fmax(ds, scale * err + double(c.dk + 2) * u * scale * m +
+                                 u * (std::fabs(scale * dot) + std::fabs(a)));
           mx = std::fmax(mx, sc[j]);
         }
         out.score_row[(bi * c.heads + h) * c.seq + s] = ds;
-        for (std::size_t j = 0; j < keys; ++j)
-          sum += (p[j] = std::exp(sc[j] - mx));
+        for (std::size_t j = 0; j < c.seq; ++j)
+          sum += (p[j] = mp.attends(c, bi, h, s, j) ? std::exp(sc[j] - mx) : 0.0);
         for (std::size_t d = 0; d < c.dv; ++d) {
           double hv = 0.0, vmax = 0.0, dvmax = 0.0;
-          for (std::size_t j = 0; j < keys; ++j) {
+          for (std::size_t j = 0; j < c.seq; ++j) {
+            if (p[j] == 0.0) continue;
             const std::size_t iv = (bi * c.seq + j) * lv + g * c.dv + d;
             hv += p[j] / sum * V[iv];
             vmax = std::fmax(vmax, std::fabs(V[iv]));
@@ -145,8 +191,11 @@ enum class Drop { none, q, v, o };
 enum class Form { views, fused, packed, packed_fused };
 constexpr Form kForms[] = {Form::views, Form::fused, Form::packed, Form::packed_fused};
 
+// mp: mask parts beyond c.causal; pad: floats past each row of x and out (out's must stay as
+// they were).
 void run(attn::Context& ctx, const Config& c, std::uint32_t seed, Form form = Form::views,
-         std::vector<float>* result = nullptr, Drop drop = Drop::none) {
+         std::vector<float>* result = nullptr, Drop drop = Drop::none, const MaskParts& mp = {},
+         std::size_t pad = 0) {
   const bool fused = form == Form::fused || form == Form::packed_fused;
   const bool packed = form == Form::packed || form == Form::packed_fused;
   attn_test::Rng rng(seed);
@@ -188,13 +237,20 @@ void run(attn::Context& ctx, const Config& c, std::uint32_t seed, Form form = Fo
   if (c.no_v_bias) p.v.bias = nullptr;
   p.num_heads = c.heads;
   p.num_kv_heads = c.kv_heads;
-  p.attention.mask = c.causal ? attn::Mask::causal() : attn::Mask::bidirectional();
-  std::vector<float> got(rows * d_out), want(rows * d_out), wgot, wwant;
+  p.attention.mask = mp.mask(c);
+  const float kPad = 777.0f;
+  const std::size_t ld_out = d_out + pad;
+  std::vector<float> got(rows * ld_out, kPad), want(rows * d_out), wgot, wwant;
   if (c.weights) {
     wgot.resize(c.batch * c.heads * c.seq * c.seq);
     wwant.resize(wgot.size());
   }
-  const auto xv = attn::make_matrix<const float>(x.data(), rows, c.d_model);
+  std::vector<float> x_padded(rows * (c.d_model + pad), attn_test::nan_f());
+  for (std::size_t r = 0; r < rows; ++r)
+    std::copy(x.begin() + r * c.d_model, x.begin() + (r + 1) * c.d_model,
+              x_padded.begin() + r * (c.d_model + pad));
+  const attn::MatrixView<const float> xv{x_padded.data(), rows, c.d_model, c.d_model + pad};
+  const attn::MatrixView<float> out_view{got.data(), rows, d_out, ld_out};
   if (c.weights)
     p.attention.weights = attn::make_bhsd(wwant.data(), c.batch, c.heads, c.seq, c.seq);
   attn::SelfAttentionParams p_ref = p;
@@ -208,7 +264,7 @@ void run(attn::Context& ctx, const Config& c, std::uint32_t seed, Form form = Fo
   // The bounds read the weights: computed before a packed form spoils the parameters' copies.
   const std::vector<float>* const ws[4] = {&wq, &wk, &wv, &wo};
   const std::vector<float>* const bs[4] = {&bq, &bk, &bv, &bo};
-  const Bounds tol = error_bounds(c, x, ws, bs);
+  const Bounds tol = error_bounds(c, x, ws, bs, mp);
   if (packed) {
     attn::PackedSelfAttention layer;
     REQUIRE(attn::pack_self_attention(ctx, p, &layer).ok());
@@ -216,13 +272,18 @@ void run(attn::Context& ctx, const Config& c, std::uint32_t seed, Form form = Fo
     CHECK(layer.has_output_projection() == c.out_proj);
     for (auto* v : {&wq, &wk, &wv, &wo, &bq, &bk, &bv, &bo, &wqkv, &bqkv})
       std::fill(v->begin(), v->end(), attn_test::nan_f());
-    REQUIRE(attn::self_attention(ctx, xv, c.batch, layer, p.attention,
-                                 attn::make_matrix(got.data(), rows, d_out))
-                .ok());
+    REQUIRE(attn::self_attention(ctx, xv, c.batch, layer, p.attention, out_view).ok());
   } else {
-    REQUIRE(
-        attn::self_attention(ctx, xv, c.batch, p, attn::make_matrix(got.data(), rows, d_out)).ok());
+    REQUIRE(attn::self_attention(ctx, xv, c.batch, p, out_view).ok());
   }
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t i = d_out; i < ld_out; ++i)
+      REQUIRE(got[r * ld_out + i] == kPad);
+  }
+  // From here got is rows x d_out, as want.
+  for (std::size_t r = 1; r < rows; ++r)
+    std::copy(got.begin() + r * ld_out, got.begin() + r * ld_out + d_out, got.begin() + r * d_out);
+  got.resize(rows * d_out);
 
   if (drop != Drop::none) {
     double worst = 0.0;  // the largest difference in units of the tolerance
@@ -276,6 +337,73 @@ TEST_CASE("self_attention matches the reference", "[self_attention]") {
         INFO("isa " << attn::isa_name(isa) << " threads " << threads << " config " << seed);
         for (Form form : kForms)
           run(ctx, c, seed, form);
+        ++seed;
+      }
+    }
+  }
+}
+
+TEST_CASE("self_attention with key lengths, windows, masks, seq 1 and padded rows",
+          "[self_attention][mask]") {
+  // Every mask part reaches the attention of each batch entry's own rows, blocked keys weigh
+  // nothing, a batch entry with key length 0 (every row blocked) gives the heads zeros (out = bo),
+  // and x's and out's padding is neither read (x's is NaN) nor written.
+  struct Case {
+    Config c;
+    MaskParts mp;
+    std::size_t pad;
+  };
+  std::vector<Case> cases;
+  {  // key lengths, one 0 and one 1, with Wo and biases
+    Case k{{3, 5, 16, 2, 1, 4, 4, 8, true, true, false, true}, {}, 3};
+    k.mp.key_lengths = {5, 1, 0};
+    cases.push_back(k);
+  }
+  {  // seq 1: one query, one key (or none)
+    Case k{{4, 1, 24, 3, 3, 8, 8, 0, true, false, true, true}, {}, 1};
+    k.mp.key_lengths = {1, 0, 1, 1};
+    cases.push_back(k);
+  }
+  {  // window over several key tiles, GQA, Dk != Dv
+    Case k{{2, 40, 32, 4, 2, 8, 5, 0, false, false, false, true}, {}, 0};
+    k.mp.window = true, k.mp.left = 2, k.mp.right = 1;
+    cases.push_back(k);
+  }
+  {  // local causal window and key lengths over more than one tile of rows and keys
+    Case k{{2, 70, 32, 2, 2, 16, 16, 24, true, true, true, false}, {}, 5};
+    k.mp.window = true, k.mp.left = 20, k.mp.right = 0;
+    k.mp.key_lengths = {70, 33};
+    cases.push_back(k);
+  }
+  {  // additive per batch and head, some -inf, one row all -inf
+    Case k{{2, 9, 16, 4, 4, 4, 4, 0, true, false, false, true}, {}, 2};
+    attn_test::Rng rng(21);
+    k.mp.additive = rng.uniform_vec(2 * 4 * 9 * 9, -2.0f, 2.0f);
+    k.mp.per_batch = k.mp.per_head = true;
+    for (std::size_t i = 0; i < k.mp.additive.size(); i += 7)
+      k.mp.additive[i] = -INFINITY;
+    for (std::size_t j = 0; j < 9; ++j)
+      k.mp.additive[k.mp.at(k.c, 1, 2, 4, j)] = -INFINITY;
+    cases.push_back(k);
+  }
+  {  // boolean mask broadcast over batch and heads with a fully blocked row, causal too
+    Case k{{3, 17, 16, 2, 1, 8, 8, 16, false, true, true, true}, {}, 0};
+    attn_test::Rng rng(22);
+    k.mp.allowed.resize(17 * 17);
+    for (auto& a : k.mp.allowed)
+      a = std::uint8_t(rng.index(4) != 0);
+    for (std::size_t j = 0; j < 17; ++j)
+      k.mp.allowed[k.mp.at(k.c, 0, 0, 6, j)] = 0;
+    cases.push_back(k);
+  }
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (int threads : {1, 2}) {
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      std::uint32_t seed = 40;
+      for (const Case& k : cases) {
+        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " case " << seed);
+        for (Form form : kForms)
+          run(ctx, k.c, seed, form, nullptr, Drop::none, k.mp, k.pad);
         ++seed;
       }
     }
