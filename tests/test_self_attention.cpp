@@ -561,3 +561,64 @@ TEST_CASE("pack_self_attention takes Wq, Wk, Wv whose rows interleave",
     }
   }
 }
+
+TEST_CASE("a PackedSelfAttention moves, and packing again replaces it",
+          "[self_attention][packed]") {
+  // The moved-to layer gives the same bits; the moved-from one is empty and refused; assignment
+  // over a packed layer frees its old buffers (ASan and valgrind see a leak otherwise).
+  attn_test::Rng rng(11);
+  const std::size_t dm = 12, heads = 2, dk = 4, rows = 5, d_out = 7;
+  const std::vector<float> w = rng.uniform_vec(dm * 3 * heads * dk, -0.3f, 0.3f),
+                           wo = rng.uniform_vec(heads * dk * d_out, -0.3f, 0.3f),
+                           b = rng.uniform_vec(3 * heads * dk), x = rng.uniform_vec(rows * dm);
+  attn::SelfAttentionParams p;
+  p.q = {{w.data(), dm, heads * dk, 3 * heads * dk}, b.data()};
+  p.k = {{w.data() + heads * dk, dm, heads * dk, 3 * heads * dk}, nullptr};
+  p.v = {{w.data() + 2 * heads * dk, dm, heads * dk, 3 * heads * dk}, b.data() + 2 * heads * dk};
+  p.o = {attn::make_matrix<const float>(wo.data(), heads * dk, d_out), b.data()};
+  p.num_heads = heads;
+  attn::SelfAttentionParams no_o = p;
+  no_o.o = {};
+  const auto xv = attn::make_matrix<const float>(x.data(), rows, dm);
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    attn::Context ctx = attn_test::make_context(isa, 2);
+    std::vector<float> want(rows * d_out), got(rows * d_out, 777.0f);
+    const auto ov = attn::make_matrix(got.data(), rows, d_out);
+    attn::PackedSelfAttention layer;
+    REQUIRE(attn::pack_self_attention(ctx, p, &layer).ok());
+    REQUIRE(attn::self_attention(ctx, xv, 1, layer, {}, attn::make_matrix(want.data(), rows, d_out))
+                .ok());
+
+    attn::PackedSelfAttention moved(std::move(layer));
+    CHECK(layer.empty());  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+    CHECK(!layer.has_output_projection());
+    CHECK(layer.qkv_bias() == nullptr);
+    CHECK(layer.o_bias() == nullptr);
+    const attn::Status s = attn::self_attention(ctx, xv, 1, layer, {}, ov);
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    CHECK(std::string(s.message()).find("empty PackedSelfAttention") != std::string::npos);
+    CHECK(got == std::vector<float>(rows * d_out, 777.0f));
+    REQUIRE(attn::self_attention(ctx, xv, 1, moved, {}, ov).ok());
+    CHECK(got == want);
+
+    attn::PackedSelfAttention other;  // packed without Wo: another d_out
+    REQUIRE(attn::pack_self_attention(ctx, no_o, &other).ok());
+    CHECK(other.d_out() == heads * dk);
+    other = std::move(moved);
+    CHECK(moved.empty());  // NOLINT(bugprone-use-after-move)
+    CHECK(other.d_out() == d_out);
+    std::fill(got.begin(), got.end(), 0.0f);
+    REQUIRE(attn::self_attention(ctx, xv, 1, other, {}, ov).ok());
+    CHECK(got == want);
+    attn::PackedSelfAttention& alias = other;
+    other = std::move(alias);  // self-move leaves it as it was
+    REQUIRE(attn::self_attention(ctx, xv, 1, other, {}, ov).ok());
+    CHECK(got == want);
+
+    REQUIRE(attn::pack_self_attention(ctx, no_o, &other).ok());
+    CHECK(!other.has_output_projection());
+    CHECK(other.o_bias() == nullptr);
+    CHECK(other.d_out() == heads * dk);
+  }
+}
