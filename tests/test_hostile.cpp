@@ -410,6 +410,35 @@ TEST_CASE("sizes whose byte counts overflow are invalid_argument, for every view
   CHECK(all_equal(buf, kSentinel));
 }
 
+TEST_CASE("make_bhsd and make_bshd saturate strides that overflow, and attention refuses them",
+          "[hostile][args]") {
+  // The products of sizes are formed unsigned and saturate at PTRDIFF_MAX (they overflowed
+  // ptrdiff_t before: undefined, UBSan's report in the sanitizer build), a stride no buffer can
+  // hold, refused by validation. Products that fit are the plain ones.
+  constexpr std::size_t big = std::size_t{1} << 32;
+  const auto bhsd = attn::make_bhsd<const float>(nullptr, 2, big, big, 4);
+  CHECK(bhsd.strides == std::array<std::ptrdiff_t, 4>{PTRDIFF_MAX, std::ptrdiff_t{4} << 32, 4, 1});
+  const auto bshd = attn::make_bshd<const float>(nullptr, 2, big, big, big);
+  CHECK(bshd.strides ==
+        std::array<std::ptrdiff_t, 4>{PTRDIFF_MAX, std::ptrdiff_t{1} << 32, PTRDIFF_MAX, 1});
+  const auto wide_rows = attn::make_bshd<const float>(nullptr, 3, 2, 1, 4, SIZE_MAX);
+  CHECK(wide_rows.strides == std::array<std::ptrdiff_t, 4>{PTRDIFF_MAX, 4, PTRDIFF_MAX, 1});
+  CHECK(attn::make_bhsd<const float>(nullptr, 2, 3, 5, 7).strides ==
+        std::array<std::ptrdiff_t, 4>{105, 35, 7, 1});
+  CHECK(attn::make_bshd<const float>(nullptr, 2, 5, 3, 7, 30).strides ==
+        std::array<std::ptrdiff_t, 4>{150, 7, 30, 1});
+  CHECK(attn::make_bhsd<const float>(nullptr, 2, big, 0, big).strides ==
+        std::array<std::ptrdiff_t, 4>{0, 0, std::ptrdiff_t{1} << 32, 1});
+
+  attn::Context ctx;
+  Small p;
+  const float one = 1.0f;
+  const auto q = attn::make_bhsd<const float>(&one, 2, big, big, 4);
+  const Status s = attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {});
+  check_invalid(s, "q spans more bytes");
+  CHECK(all_equal(p.out, kSentinel));
+}
+
 TEST_CASE("aliasing strides: allowed for inputs, rejected for outputs", "[hostile][args]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     INFO("isa " << attn::isa_name(isa));

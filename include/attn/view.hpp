@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 
 namespace attn {
 
@@ -45,14 +46,26 @@ struct TensorView {
   operator TensorView<const T>() const { return {data, shape, strides}; }
 };
 
+namespace detail {
+// a * b * c as a stride, or PTRDIFF_MAX where the product does not fit: a view no buffer can
+// hold, which attention then refuses ("spans more bytes than fit in ptrdiff_t") instead of
+// overflowing here.
+constexpr std::ptrdiff_t view_stride(std::size_t a, std::size_t b = 1, std::size_t c = 1) {
+  constexpr auto kMax = static_cast<std::size_t>(PTRDIFF_MAX);
+  if (a == 0 || b == 0 || c == 0) return 0;
+  if (a > kMax / b || a * b > kMax / c) return PTRDIFF_MAX;
+  return static_cast<std::ptrdiff_t>(a * b * c);
+}
+}  // namespace detail
+
 // Contiguous [batch, heads, seq, dim] memory: heads are separate planes.
 template <class T>
 TensorView<T> make_bhsd(T* data, std::size_t batch, std::size_t heads, std::size_t seq,
                         std::size_t dim) {
-  const auto d = static_cast<std::ptrdiff_t>(dim);
-  const auto s = static_cast<std::ptrdiff_t>(seq);
-  const auto h = static_cast<std::ptrdiff_t>(heads);
-  return {data, {batch, heads, seq, dim}, {h * s * d, s * d, d, 1}};
+  return {data,
+          {batch, heads, seq, dim},
+          {detail::view_stride(heads, seq, dim), detail::view_stride(seq, dim),
+           detail::view_stride(dim), 1}};
 }
 
 // Contiguous [batch, seq, heads, dim] memory (heads interleaved, as a projection X·W writes
@@ -61,10 +74,11 @@ TensorView<T> make_bhsd(T* data, std::size_t batch, std::size_t heads, std::size
 template <class T>
 TensorView<T> make_bshd(T* data, std::size_t batch, std::size_t seq, std::size_t heads,
                         std::size_t dim, std::size_t row_stride = 0) {
-  const auto d = static_cast<std::ptrdiff_t>(dim);
-  const auto r = static_cast<std::ptrdiff_t>(row_stride ? row_stride : heads * dim);
-  const auto s = static_cast<std::ptrdiff_t>(seq);
-  return {data, {batch, heads, seq, dim}, {s * r, d, r, 1}};
+  const std::ptrdiff_t r =
+      row_stride != 0 ? detail::view_stride(row_stride) : detail::view_stride(heads, dim);
+  return {data,
+          {batch, heads, seq, dim},
+          {detail::view_stride(seq, static_cast<std::size_t>(r)), detail::view_stride(dim), r, 1}};
 }
 
 }  // namespace attn
