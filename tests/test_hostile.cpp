@@ -654,6 +654,64 @@ TEST_CASE("attention: NaN and inf in q, k, v and the additive mask", "[hostile][
   }
 }
 
+TEST_CASE("attention: a weight below 2^-126 is 0 on every ISA, so times an infinite v it is NaN",
+          "[hostile][attention][ieee]") {
+  // q = k = 0 and scale 1: the scores are the additive mask. Key `low` is `gap` below the row's
+  // maximum (key `top`), every other key 200 below (weight 0, finite v); v[low] = +inf, the
+  // others 1. A gap of 100: e^-100 = 3.7e-44 is subnormal, which every ISA's exponential flushes
+  // to 0 (README "NaN, inf and fully masked rows"), so out = 0 * inf = NaN where the double
+  // reference gives +inf; before the max (low < top), the online softmax's correction factor
+  // e^-100 is the one flushed. A gap of 80: e^-80 = 1.8e-35 is normal: out = +inf. Lk 2, 40 and
+  // 300 with 1 and 20 queries, with and without weights: each attention path.
+  for (attn::Isa isa : attn_test::test_isas()) {
+    attn::Context ctx = attn_test::make_context(isa);
+    for (std::size_t lk : {2, 40, 300}) {
+      for (std::size_t lq : {1, 20}) {
+        for (bool with_weights : {false, true}) {
+          for (float gap : {100.0f, 80.0f}) {
+            for (bool low_first : {false, true}) {
+              INFO("isa " << attn::isa_name(isa) << " Lk " << lk << " Lq " << lq << " weights "
+                          << with_weights << " gap " << gap << " low first " << low_first);
+              const std::size_t low = low_first ? 0 : lk - 1, top = low_first ? lk - 1 : 0;
+              const std::vector<float> q(lq, 0.0f), k(lk, 0.0f);
+              std::vector<float> v(lk, 1.0f), bias(lk, -200.0f), out(lq), w(lq * lk);
+              v[low] = inf_f();
+              bias[top] = 0.0f;
+              bias[low] = -gap;
+              attn::AttentionOptions o;
+              o.mask = attn::Mask().with_additive(
+                  attn::make_bhsd<const float>(bias.data(), 1, 1, 1, lk));
+              o.mask.additive.strides[2] = 0;  // the one row for every query
+              o.mask.additive.shape[2] = lq;
+              o.scale = 1.0f;
+              if (with_weights) o.weights = attn::make_bhsd(w.data(), 1, 1, lq, lk);
+              REQUIRE(attn::attention(ctx, attn::make_bhsd(q.data(), 1, 1, lq, 1),
+                                      attn::make_bhsd(k.data(), 1, 1, lk, 1),
+                                      attn::make_bhsd(v.data(), 1, 1, lk, 1),
+                                      attn::make_bhsd(out.data(), 1, 1, lq, 1), o)
+                          .ok());
+              for (std::size_t i = 0; i < lq; ++i) {
+                if (gap == 100.0f) {
+                  CHECK(std::isnan(out[i]));
+                } else {
+                  CHECK(out[i] == inf_f());
+                }
+                if (!with_weights) continue;
+                CHECK(w[i * lk + top] == 1.0f);
+                if (gap == 100.0f) {
+                  CHECK(w[i * lk + low] == 0.0f);
+                } else {
+                  CHECK(w[i * lk + low] == Approx(std::exp(-80.0)).epsilon(1e-5));
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("attention: huge and tiny q and k follow float arithmetic, not the double reference",
           "[hostile][attention][ieee]") {
   for (attn::Isa isa : attn_test::test_isas()) {

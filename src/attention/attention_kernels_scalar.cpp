@@ -43,11 +43,7 @@ void online_softmax(float* s, std::size_t ld, std::size_t rows, std::size_t cols
       if (nan) l[i] = NAN;
       continue;
     }
-    float a = 0.0f;
-    if (m[i] != -INFINITY) {
-      const float d = m[i] - m_new;
-      exp(&d, &a, 1);
-    }
+    const float a = m[i] != -INFINITY ? exp_nonpositive_flush1(m[i] - m_new) : 0.0f;
     const double sum = exp_minus_max_sum(row, row, cols, m_new);
     alpha[i] = a;
     l[i] = a * l[i] + static_cast<float>(sum);

@@ -70,10 +70,14 @@ float reduce_max(const float* x, std::size_t n) {
   return m;
 }
 
+float exp_nonpositive_flush1(float x) {
+  return x < c::kFlushCutoff ? 0.0f : exp1(x);
+}
+
 double exp_minus_max_sum(const float* x, float* y, std::size_t n, float max) {
   double sum = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
-    const float e = exp1(x[i] - max);
+    const float e = exp_nonpositive_flush1(x[i] - max);
     y[i] = e;
     sum += e;
   }
