@@ -439,6 +439,63 @@ TEST_CASE("make_bhsd and make_bshd saturate strides that overflow, and attention
   CHECK(all_equal(p.out, kSentinel));
 }
 
+TEST_CASE("a size-1 dimension's stride is never used, PTRDIFF_MIN and PTRDIFF_MAX included",
+          "[hostile][args]") {
+  // mask.hpp: a dimension of size 1 ignores its stride. For every view of attention (q, k, v,
+  // out, weights, both masks) the batch and head strides, and with one query the row stride,
+  // set to PTRDIFF_MIN, then PTRDIFF_MAX: the same bits as the plain views (PTRDIFF_MIN was
+  // refused as "spans more bytes"; in the sanitizer build UBSan checks the arithmetic on them).
+  // Lk 2100 with one query: the key split.
+  for (attn::Isa isa : attn_test::test_isas()) {
+    attn::Context ctx = attn_test::make_context(isa, 2);
+    for (std::size_t lq : {1, 20}) {
+      for (std::size_t lk : {37, 2100}) {
+        if (lk > 1000 && lq > 1) continue;
+        INFO("isa " << attn::isa_name(isa) << " Lq " << lq << " Lk " << lk);
+        constexpr std::size_t d = 8;
+        attn_test::Rng rng(17);
+        const auto q = rng.uniform_vec(lq * d), k = rng.uniform_vec(lk * d),
+                   v = rng.uniform_vec(lk * d), bias = rng.uniform_vec(lq * lk);
+        std::vector<std::uint8_t> allowed(lq * lk, 1);
+        allowed[lk / 2] = 0;
+        std::vector<float> out0(lq * d), w0(lq * lk), out(lq * d), w(lq * lk);
+        attn::AttentionOptions o;
+        o.mask =
+            attn::Mask::causal(attn::CausalAlign::bottom_right)
+                .with_additive(attn::make_bhsd<const float>(bias.data(), 1, 1, lq, lk))
+                .with_allowed(attn::make_bhsd<const std::uint8_t>(allowed.data(), 1, 1, lq, lk));
+        o.weights = attn::make_bhsd(w0.data(), 1, 1, lq, lk);
+        REQUIRE(attn::attention(ctx, attn::make_bhsd<const float>(q.data(), 1, 1, lq, d),
+                                attn::make_bhsd<const float>(k.data(), 1, 1, lk, d),
+                                attn::make_bhsd<const float>(v.data(), 1, 1, lk, d),
+                                attn::make_bhsd(out0.data(), 1, 1, lq, d), o)
+                    .ok());
+        for (std::ptrdiff_t odd : {PTRDIFF_MIN, PTRDIFF_MAX}) {
+          INFO("stride " << odd);
+          const auto odd_strides = [&](auto view, bool rows_of_one) {
+            view.strides[0] = view.strides[1] = odd;
+            if (rows_of_one) view.strides[2] = odd;
+            return view;
+          };
+          attn::AttentionOptions oo = o;
+          oo.mask.additive = odd_strides(oo.mask.additive, lq == 1);
+          oo.mask.allowed = odd_strides(oo.mask.allowed, lq == 1);
+          oo.weights = odd_strides(attn::make_bhsd(w.data(), 1, 1, lq, lk), lq == 1);
+          const Status s = attn::attention(
+              ctx, odd_strides(attn::make_bhsd<const float>(q.data(), 1, 1, lq, d), lq == 1),
+              odd_strides(attn::make_bhsd<const float>(k.data(), 1, 1, lk, d), false),
+              odd_strides(attn::make_bhsd<const float>(v.data(), 1, 1, lk, d), false),
+              odd_strides(attn::make_bhsd(out.data(), 1, 1, lq, d), lq == 1), oo);
+          INFO((s.message() ? s.message() : ""));
+          REQUIRE(s.ok());
+          CHECK(std::memcmp(out.data(), out0.data(), out.size() * sizeof(float)) == 0);
+          CHECK(std::memcmp(w.data(), w0.data(), w.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("aliasing strides: allowed for inputs, rejected for outputs", "[hostile][args]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     INFO("isa " << attn::isa_name(isa));

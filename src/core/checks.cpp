@@ -112,6 +112,7 @@ Status check_tensor(const char* fn, const char* arg, const void* data,
   std::size_t neg = 0;
   for (int d = 0; d < 4; ++d) {
     const std::ptrdiff_t st = strides[d];
+    if (shape[d] == 1) continue;  // its stride is never used, whatever it is
     if (st == PTRDIFF_MIN) return tensor_too_large();
     const std::size_t mag = static_cast<std::size_t>(st < 0 ? -st : st);
     std::size_t part = 0;
@@ -138,8 +139,9 @@ Status check_no_self_overlap(const char* fn, const char* arg,
     if (s == 0) return Status::Ok();  // no elements, nothing to alias
   }
   std::array<int, 4> order = {0, 1, 2, 3};
-  auto mag = [&](int d) {
-    return static_cast<std::size_t>(strides[d] < 0 ? -strides[d] : strides[d]);
+  auto mag = [&](int d) {  // |stride| in unsigned arithmetic (PTRDIFF_MIN on a size-1 dimension)
+    const auto u = static_cast<std::size_t>(strides[d]);
+    return strides[d] < 0 ? std::size_t{0} - u : u;
   };
   std::sort(order.begin(), order.end(), [&](int x, int y) { return mag(x) < mag(y); });
   std::size_t inner_span = 0;  // highest offset reachable by the inner dimensions
