@@ -306,6 +306,40 @@ TEST_CASE("self_attention with no model columns bounds the projections' widths",
   }));
 }
 
+TEST_CASE("self_attention and its reference: rows times a projection's width beyond size_t",
+          "[hostile][self_attention]") {
+  // d_model 1: x of 2^33 rows and Wq, Wk of 2^31 columns are valid views alone (32 and 8 GiB);
+  // their products wrap size_t. Both return out_of_memory before touching memory (the views'
+  // addresses are made up); with no output columns both have nothing to write. The reference
+  // sized its projection vectors with the wrapped product and wrote past them (found by a review).
+  CHECK(exits_cleanly([] {
+    alarm(20);
+    attn::Context ctx;
+    constexpr std::size_t kRows = std::size_t{1} << 33, kCols = std::size_t{1} << 31;
+    const auto at = [](std::uintptr_t tib) { return reinterpret_cast<float*>(tib << 40); };
+    float one = 1.0f;
+    attn::SelfAttentionParams p;
+    p.q.weight = p.k.weight = {at(1), 1, kCols, kCols};
+    p.v.weight = {&one, 1, 1, 1};
+    p.o.weight = {&one, 1, 1, 1};
+    const attn::MatrixView<const float> x{at(2), kRows, 1, 1};
+    const attn::MatrixView<float> out{at(3), kRows, 1, 1};
+    const auto expect = [](const Status& s, StatusCode code, int fail) {
+      if (s.code() != code) {
+        std::fprintf(stderr, "case %d: %s: %s\n", fail, attn::status_code_name(s.code()),
+                     s.message() ? s.message() : "");
+        _exit(fail);
+      }
+    };
+    expect(attn::self_attention(ctx, x, 1, p, out), StatusCode::out_of_memory, 3);
+    expect(attn::reference::self_attention(x, 1, p, out), StatusCode::out_of_memory, 4);
+    p.o.weight = {&one, 1, 0, 0};
+    const attn::MatrixView<float> no_cols{at(3), kRows, 0, 0};
+    expect(attn::self_attention(ctx, x, 1, p, no_cols), StatusCode::ok, 5);
+    expect(attn::reference::self_attention(x, 1, p, no_cols), StatusCode::ok, 6);
+  }));
+}
+
 // The reference (an oracle that allocates) returns out_of_memory where its work space is beyond
 // the heap, never an exception: 2^60 keys broadcast from one row (a valid view of 2^62 bytes;
 // std::vector<double> of them is a length_error). A call with nothing to write returns at once,

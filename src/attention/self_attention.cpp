@@ -85,8 +85,9 @@ Status run_self_attention(detail::ContextState* st, const MatrixView<const float
                           const ProjectionGemm* qkv, int qkv_count, const ProjectionGemm* o,
                           const MatrixView<float>& out) {
   const std::size_t rows = x.rows;
-  // Nothing to write: no rows, or no output columns and no weights requested.
-  if (rows == 0 || (d.d_out == 0 && options.weights.data == nullptr)) return Status::Ok();
+  if (detail::self_attention_writes_nothing(rows, d, options.weights.data != nullptr)) {
+    return Status::Ok();
+  }
   const detail::Kernels& kern = *st->kernels;
   const int threads = st->threads;
   const std::size_t dq = d.heads_q * d.dim_k, dk = d.heads_kv * d.dim_k, dv = d.heads_kv * d.dim_v,

@@ -56,6 +56,14 @@ Status validate_self_attention(const char* fn, const MatrixView<const float>& x,
                                const SelfAttentionParams& params, const MatrixView<float>& out,
                                SelfAttentionDims* dims);
 
+// A validated self-attention call of `rows` rows with nothing to write: no rows, or no output
+// columns and no weights. attn::self_attention and the reference return before sizing anything
+// (with no output columns, out bounds none of the projections' sizes).
+inline bool self_attention_writes_nothing(std::size_t rows, const SelfAttentionDims& d,
+                                          bool weights) {
+  return rows == 0 || (d.d_out == 0 && !weights);
+}
+
 // The names of the weights and biases of SelfAttentionParams, in the order of the extents below:
 // q.weight, q.bias, k.weight, k.bias, v.weight, v.bias, o.weight, o.bias.
 inline constexpr const char* kSelfAttentionWeightNames[8] = {

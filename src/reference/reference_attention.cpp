@@ -149,6 +149,21 @@ namespace {
 Status self_attention_validated(const MatrixView<const float>& x, const SelfAttentionParams& params,
                                 const MatrixView<float>& out, const detail::SelfAttentionDims& d) {
   const std::size_t rows = x.rows;
+  if (detail::self_attention_writes_nothing(rows, d, params.attention.weights.data != nullptr)) {
+    return Status::Ok();
+  }
+  // Each view is bounded alone; rows times a projection's or the heads' width may still wrap
+  // (x of 2^33 rows against Wq of 2^31 columns): more than memory holds.
+  for (std::size_t cols : {params.q.weight.cols, params.k.weight.cols, params.v.weight.cols,
+                           d.heads_q * d.dim_v}) {
+    std::size_t floats = 0;
+    if (!detail::mul_ok(rows, cols, &floats) || !detail::mul_ok(floats, sizeof(float), &floats)) {
+      return Status::Error(StatusCode::out_of_memory,
+                           "reference::self_attention: %zu rows x %zu columns do not fit in "
+                           "memory",
+                           rows, cols);
+    }
+  }
   // Projections in double, rounded once to float: the inputs attention sees.
   auto project = [&](const Projection& p, std::vector<float>* y) {
     const std::size_t n = p.weight.cols;
