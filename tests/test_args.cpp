@@ -202,6 +202,16 @@ TEST_CASE("attention rejects bad arguments and writes nothing", "[args][attentio
     o.mask = attn::Mask::causal().with_key_lengths(neg);
     check_error(p.run(ctx, o), {"mask.key_lengths[0] is -1"});
   }
+  SECTION("an alignment that is neither top_left nor bottom_right") {
+    auto o = p.with_weights();
+    o.mask = attn::Mask::causal(static_cast<attn::CausalAlign>(7));
+    check_error(p.run(ctx, o), {"options.mask.causal_align is 7"});
+    o.mask = attn::Mask().with_window(1, 1, static_cast<attn::CausalAlign>(-1));
+    check_error(p.run(ctx, o), {"options.mask.window_align is -1"});
+    o.mask = attn::Mask().with_window(1, 1, static_cast<attn::CausalAlign>(2));
+    check_error(attn::reference::attention(p.tq(), p.tk(), p.tv(), p.tout(), o),
+                {"reference::attention: options.mask.window_align is 2"});
+  }
   SECTION("a mask whose shape cannot broadcast") {
     std::vector<float> bias(3 * 3 * 6);
     auto o = p.with_weights();

@@ -52,8 +52,11 @@ bool plainly_valid_matmul(const MatrixView<const float>& a, Transpose ta,
 // The names of an AttentionOptions' parts in messages, under the name the call gives the options
 // ("options", or self_attention's "params.attention").
 struct OptionNames {
-  char additive[48], allowed[48], key_lengths[48], scale[48], weights[48];
+  char additive[48], allowed[48], key_lengths[48], scale[48], weights[48], causal_align[48],
+      window_align[48];
   explicit OptionNames(const char* opt) {
+    std::snprintf(causal_align, sizeof causal_align, "%s.mask.causal_align", opt);
+    std::snprintf(window_align, sizeof window_align, "%s.mask.window_align", opt);
     std::snprintf(additive, sizeof additive, "%s.mask.additive", opt);
     std::snprintf(allowed, sizeof allowed, "%s.mask.allowed", opt);
     std::snprintf(key_lengths, sizeof key_lengths, "%s.mask.key_lengths", opt);
@@ -84,6 +87,18 @@ Status validate_mask(const char* fn, const OptionNames& on, const Mask& mask, st
   *additive = Extent{};
   *allowed = Extent{};
   *lengths = Extent{};
+  // An enum holds any value of its underlying type: one that is neither alignment is refused
+  // (the drivers would read it as top_left), where the part it belongs to is on.
+  const auto check_align = [&](bool used, CausalAlign align, const char* arg) {
+    if (!used || align == CausalAlign::top_left || align == CausalAlign::bottom_right) {
+      return Status::Ok();
+    }
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: %s is %d; it must be CausalAlign::top_left (0) or bottom_right (1)",
+                         fn, arg, static_cast<int>(align));
+  };
+  ATTN_RETURN_IF_ERROR(check_align(mask.is_causal, mask.causal_align, on.causal_align));
+  ATTN_RETURN_IF_ERROR(check_align(mask.has_window, mask.window_align, on.window_align));
   if (mask.additive.data != nullptr) {
     ATTN_RETURN_IF_ERROR(check_shape(on.additive, mask.additive.shape));
     ATTN_RETURN_IF_ERROR(check_tensor(fn, on.additive, mask.additive, additive));
