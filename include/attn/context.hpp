@@ -15,8 +15,9 @@ struct ContextState;
 // One Context per thread of the caller: a Context is not safe to use from two threads at once
 // (its scratch arena is shared by the calls made through it). Distinct Contexts are independent.
 //
-// Threads: with num_threads() == 1 (the default) attn never starts a thread; with n > 1 each
-// call runs an OpenMP parallel region of exactly n threads.
+// Threads: with num_threads() == 1 (the default) attn never starts a thread; with n > 1 a call
+// with enough work (matmul and attention from about 2 MFLOP, exp and softmax from 65536 elements)
+// runs an OpenMP parallel region of exactly n threads, a smaller one runs on the caller's thread.
 //
 // Memory: a call takes its scratch from the arena, growing it (one allocation) only when the
 // call needs more than any earlier call did. After the first call of a given shape and thread
