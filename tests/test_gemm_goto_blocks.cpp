@@ -1,13 +1,13 @@
 // The Goto loop nest (GemmPath::packed) over several NC blocks of B per call, on each ISA's kernels
-// with the driver's own blocking narrowed (NC one panel of NR, KC 1024) so that small products
-// take every loop: with the table's NC (thousands of columns) a second block needs n > NC, a
-// product of over a billion multiply-adds per ISA, too slow for the emulated CI stages.
+// with the driver's blocking narrowed (support/narrow_blocking.hpp) so that small products take
+// every loop.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <vector>
 
 #include "matmul/gemm.hpp"
 #include "support/matmul_check.hpp"
+#include "support/narrow_blocking.hpp"
 
 using attn::Transpose;
 using attn::detail::GemmOperand;
@@ -34,10 +34,7 @@ TEST_CASE("the Goto loop nest with several NC blocks per call, any thread count"
   // one thread. Threads 1, 2 and 3 (under an emulator 1 and 2) bit-identical, the first checked
   // against the reference (support/matmul_check.hpp's bound).
   for (attn::Isa isa : attn_test::test_isas()) {
-    attn::detail::Kernels kern = *attn::detail::kernels_for(isa);
-    kern.gemm_blocking.kc = 1024;
-    kern.gemm_blocking.kc_large_l2 = 0;
-    kern.gemm_blocking.nc = kern.gemm_nr;
+    const attn::detail::Kernels kern = attn_test::narrow_blocking_kernels(isa);
     const std::size_t n = 2 * kern.gemm_nr + 3, k = 1100;
     for (Transpose ta : {Transpose::no, Transpose::yes}) {
       for (Transpose tb : {Transpose::no, Transpose::yes}) {

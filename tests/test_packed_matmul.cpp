@@ -13,6 +13,7 @@
 #include "dispatch/kernels.hpp"
 #include "matmul/gemm.hpp"
 #include "support/matmul_check.hpp"
+#include "support/narrow_blocking.hpp"
 #include "support/test_support.hpp"
 
 using attn::MatrixView;
@@ -151,16 +152,13 @@ TEST_CASE("packed matmul: the Goto loop nest over packed blocks", "[matmul][pack
 
 TEST_CASE("packed matmul: the Goto loop nest with several NC blocks, any thread count",
           "[matmul][packed]") {
-  // The driver itself on each ISA's kernels with its own blocking (KC 1024, NC one panel of NR),
-  // so that a few hundred rows take the Goto loop (over 512 under qemu's 4 MiB L2) and n = 2 NR +
-  // 3 spans three NC blocks (the last a padded panel): each block of B starts at
-  // pc * round_up(n, NR) + jc * kc. k = 1100: KC blocks of 1024 and 76. Threads 1, 2 and 3 (under
-  // an emulator 1 and 2) bit-identical, the first checked against the reference.
+  // The driver itself on each ISA's kernels with its blocking narrowed (KC 1024, NC one panel of
+  // NR), so that a few hundred rows take the Goto loop (over 512 under qemu's 4 MiB L2) and n = 2
+  // NR + 3 spans three NC blocks (the last a padded panel): each block of B starts at pc *
+  // round_up(n, NR) + jc * kc. k = 1100: KC blocks of 1024 and 76. Threads 1, 2 and 3 (under an
+  // emulator 1 and 2) bit-identical, the first checked against the reference.
   for (attn::Isa isa : attn_test::test_isas()) {
-    attn::detail::Kernels kern = *attn::detail::kernels_for(isa);
-    kern.gemm_blocking.kc = 1024;
-    kern.gemm_blocking.kc_large_l2 = 0;
-    kern.gemm_blocking.nc = kern.gemm_nr;
+    const attn::detail::Kernels kern = attn_test::narrow_blocking_kernels(isa);
     const std::size_t n = 2 * kern.gemm_nr + 3, k = 1100;
     std::size_t m = 64;
     while (attn::detail::gemm_prepacked_loop(kern, {m, n, k}, {nullptr, k + 1, 1}) !=
