@@ -799,3 +799,68 @@ TEST_CASE("matmul: a zero result has the reference's sign (alpha >= 0, beta = 0)
     }
   }
 }
+
+TEST_CASE("matmul: alpha 0, +-inf and NaN scale the whole sum, however k is blocked", "[matmul]") {
+  // The drivers apply alpha to each k block's partial sum; for these alphas that is not alpha
+  // times the sum (matmul.cpp forms the product first). op(A) is ones; op(B)'s rows p < 512 are
+  // +1, the rest -10: each column sums to 512 - 10 (k - 512) exactly, negative for k = 600 and
+  // 1100 (several KC, wide-tile and prefetched chunks on every ISA), while the first blocks'
+  // partial sums are positive. alpha 0 gives -0 (+0 from per-block sums), +inf -inf (NaN from
+  // inf - inf), -inf +inf, NaN NaN; beta 0 over a NaN C, or 0.5 over C = 3 (adding 1.5). Every
+  // path: the packed Goto loop (A^T), the no-packing wide tile (A B, 64 rows), GemmPath::prefetched
+  // or streamed (8 rows, 3000 columns), c_transposed (A B^T, 16 rows), and a PackedMatrix.
+  struct Shape {
+    std::size_t m, n, k;
+    Transpose ta, tb;
+    bool packed;
+  };
+  const Shape shapes[] = {{64, 64, 600, Transpose::yes, Transpose::no, false},
+                          {64, 64, 600, Transpose::no, Transpose::no, false},
+                          {8, 3000, 600, Transpose::no, Transpose::no, false},
+                          {16, 700, 1100, Transpose::no, Transpose::yes, false},
+                          {64, 64, 1100, Transpose::yes, Transpose::no, true},
+                          {7, 131, 1100, Transpose::no, Transpose::no, true}};
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (int threads : {1, 2}) {
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      for (const Shape& s : shapes) {
+        const std::size_t ar = s.ta == Transpose::no ? s.m : s.k,
+                          ac = s.ta == Transpose::no ? s.k : s.m,
+                          br = s.tb == Transpose::no ? s.k : s.n,
+                          bc = s.tb == Transpose::no ? s.n : s.k;
+        const std::vector<float> a(ar * ac, 1.0f);
+        std::vector<float> b(br * bc);
+        for (std::size_t p = 0; p < s.k; ++p)
+          for (std::size_t j = 0; j < s.n; ++j)
+            b[s.tb == Transpose::no ? p * bc + j : j * bc + p] = p < 512 ? 1.0f : -10.0f;
+        const MatrixView<const float> av{a.data(), ar, ac, ac}, bv{b.data(), br, bc, bc};
+        attn::PackedMatrix packed;
+        if (s.packed) REQUIRE(attn::pack_matrix(ctx, bv, s.tb, &packed).ok());
+        for (float alpha : {0.0f, attn_test::inf_f(), -attn_test::inf_f(), attn_test::nan_f()}) {
+          for (float beta : {0.0f, 0.5f}) {
+            INFO("isa " << attn::isa_name(isa) << " threads " << threads << " m " << s.m << " n "
+                        << s.n << " k " << s.k << " packed " << s.packed << " alpha " << alpha
+                        << " beta " << beta);
+            std::vector<float> c(s.m * s.n, beta == 0.0f ? attn_test::nan_f() : 3.0f);
+            const MatrixView<float> cv{c.data(), s.m, s.n, s.n};
+            if (s.packed) {
+              REQUIRE(attn::matmul(ctx, av, s.ta, packed, cv, alpha, beta).ok());
+            } else {
+              REQUIRE(attn::matmul(ctx, av, s.ta, bv, s.tb, cv, alpha, beta).ok());
+            }
+            const float sum = 512.0f - 10.0f * float(s.k - 512);
+            const float want = beta == 0.0f ? alpha * sum : alpha * sum + beta * 3.0f;
+            std::size_t bad = 0;
+            for (float x : c) {
+              const bool same = std::isnan(want)
+                                    ? std::isnan(x)
+                                    : x == want && std::signbit(x) == std::signbit(want);
+              if (!same && bad++ < 3) FAIL_CHECK("got " << x << ", want " << want);
+            }
+            CHECK(bad == 0);
+          }
+        }
+      }
+    }
+  }
+}
