@@ -641,21 +641,25 @@ struct pack_n_kernel {
     constexpr std::size_t L = lanes<A>;
     constexpr std::size_t kFull = static_cast<std::size_t>(W) / L;
     constexpr std::size_t kTail = static_cast<std::size_t>(W) % L;
+    // Row p at src + p * ld: a pointer stepped past the last row would be formed even where k is
+    // 1 and ld (a size-1 dimension's stride, which views may set to anything) overflows it.
     if (width == static_cast<std::size_t>(W)) {
-      for (std::size_t p = 0; p < k; ++p, src += ld, dst += W) {
+      for (std::size_t p = 0; p < k; ++p, dst += W) {
+        const float* row = src + p * ld;
         for (std::size_t v = 0; v < kFull; ++v) {
-          vfloat<A>::load_unaligned(src + v * L).store_unaligned(dst + v * L);
+          vfloat<A>::load_unaligned(row + v * L).store_unaligned(dst + v * L);
         }
         for (std::size_t j = kFull * L; j < kFull * L + kTail; ++j)
-          dst[j] = src[j];
+          dst[j] = row[j];
       }
       return;
     }
-    for (std::size_t p = 0; p < k; ++p, src += ld, dst += W) {
+    for (std::size_t p = 0; p < k; ++p, dst += W) {
+      const float* row = src + p * ld;
       for (std::size_t j0 = 0; j0 < static_cast<std::size_t>(W); j0 += L) {
         const std::size_t n = j0 < width ? (width - j0 < L ? width - j0 : L) : 0;
         const std::size_t room = static_cast<std::size_t>(W) - j0 < L ? W - j0 : L;
-        const vfloat<A> v = n == 0 ? vfloat<A>(0.0f) : load_partial<A>(src + j0, n, 0.0f);
+        const vfloat<A> v = n == 0 ? vfloat<A>(0.0f) : load_partial<A>(row + j0, n, 0.0f);
         if (room == L) {
           v.store_unaligned(dst + j0);
         } else {
