@@ -530,6 +530,35 @@ TEST_CASE("a size-1 dimension's stride is never used, PTRDIFF_MIN and PTRDIFF_MA
   }
 }
 
+TEST_CASE("matmul: a one-row operand's stride is never used, PTRDIFF_MAX and SIZE_MAX included",
+          "[hostile][matmul]") {
+  // k = 1: op(A) = A^T of 1 x 15 (packed by columns) and B of 1 x 385 (packed by rows, in place
+  // or by pack_matrix), each with the stride of its one row at PTRDIFF_MAX or SIZE_MAX: the same
+  // bits as with stride == cols. The packing loops stepped a pointer past the last row by the
+  // stride (UBSan's report in the sanitizer build).
+  attn_test::Rng rng(23);
+  const std::vector<float> a = rng.uniform_vec(15), b = rng.uniform_vec(385);
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    attn::Context ctx = attn_test::make_context(isa);
+    std::vector<float> want(15 * 385), got(15 * 385), got_packed(15 * 385);
+    const MatrixView<float> cv{got.data(), 15, 385, 385}, pv{got_packed.data(), 15, 385, 385};
+    REQUIRE(attn::matmul(ctx, {a.data(), 1, 15, 15}, Transpose::yes, {b.data(), 1, 385, 385},
+                         Transpose::no, {want.data(), 15, 385, 385})
+                .ok());
+    for (std::size_t stride : {std::size_t{PTRDIFF_MAX}, SIZE_MAX}) {
+      INFO("stride " << stride);
+      const MatrixView<const float> av{a.data(), 1, 15, stride}, bv{b.data(), 1, 385, stride};
+      REQUIRE(attn::matmul(ctx, av, Transpose::yes, bv, Transpose::no, cv).ok());
+      CHECK(got == want);
+      attn::PackedMatrix packed;
+      REQUIRE(attn::pack_matrix(ctx, bv, Transpose::no, &packed).ok());
+      REQUIRE(attn::matmul(ctx, av, Transpose::yes, packed, pv).ok());
+      CHECK(got_packed == want);
+    }
+  }
+}
+
 TEST_CASE("aliasing strides: allowed for inputs, rejected for outputs", "[hostile][args]") {
   for (attn::Isa isa : attn_test::test_isas()) {
     INFO("isa " << attn::isa_name(isa));
