@@ -312,6 +312,29 @@ void run(attn::Context& ctx, const Config& c, std::uint32_t seed, Form form = Fo
   if (result) *result = got;
 }
 
+// A case of run(): its sizes, mask parts beyond causal and padding of x's and out's rows.
+struct Case {
+  Config c;
+  MaskParts mp = {};
+  std::size_t pad = 0;
+};
+
+// Each case in every form, on every ISA with 1 and 2 threads; seeds from seed0 on, one a case.
+void run_everywhere(const std::vector<Case>& cases, std::uint32_t seed0) {
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (int threads : {1, 2}) {
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      std::uint32_t seed = seed0;
+      for (const Case& k : cases) {
+        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " case " << seed);
+        for (Form form : kForms)
+          run(ctx, k.c, seed, form, nullptr, Drop::none, k.mp, k.pad);
+        ++seed;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("self_attention matches the reference", "[self_attention]") {
@@ -329,18 +352,10 @@ TEST_CASE("self_attention matches the reference", "[self_attention]") {
       {1, 8, 64, 2, 2, 32, 32, 48, true, true, false, false},
       {1, 7, 64, 2, 2, 32, 32, 48, true, true, true, false},
   };
-  for (attn::Isa isa : attn_test::test_isas()) {
-    for (int threads : {1, 2}) {
-      attn::Context ctx = attn_test::make_context(isa, threads);
-      std::uint32_t seed = 1;
-      for (const Config& c : configs) {
-        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " config " << seed);
-        for (Form form : kForms)
-          run(ctx, c, seed, form);
-        ++seed;
-      }
-    }
-  }
+  std::vector<Case> cases;
+  for (const Config& c : configs)
+    cases.push_back({c});
+  run_everywhere(cases, 1);
 }
 
 TEST_CASE("self_attention with key lengths, windows, masks, seq 1 and padded rows",
@@ -348,11 +363,6 @@ TEST_CASE("self_attention with key lengths, windows, masks, seq 1 and padded row
   // Every mask part reaches the attention of each batch entry's own rows, blocked keys weigh
   // nothing, a batch entry with key length 0 (every row blocked) gives the heads zeros (out = bo),
   // and x's and out's padding is neither read (x's is NaN) nor written.
-  struct Case {
-    Config c;
-    MaskParts mp;
-    std::size_t pad;
-  };
   std::vector<Case> cases;
   {  // key lengths, one 0 and one 1, with Wo and biases
     Case k{{3, 5, 16, 2, 1, 4, 4, 8, true, true, false, true}, {}, 3};
@@ -396,18 +406,7 @@ TEST_CASE("self_attention with key lengths, windows, masks, seq 1 and padded row
       k.mp.allowed[k.mp.at(k.c, 0, 0, 6, j)] = 0;
     cases.push_back(k);
   }
-  for (attn::Isa isa : attn_test::test_isas()) {
-    for (int threads : {1, 2}) {
-      attn::Context ctx = attn_test::make_context(isa, threads);
-      std::uint32_t seed = 40;
-      for (const Case& k : cases) {
-        INFO("isa " << attn::isa_name(isa) << " threads " << threads << " case " << seed);
-        for (Form form : kForms)
-          run(ctx, k.c, seed, form, nullptr, Drop::none, k.mp, k.pad);
-        ++seed;
-      }
-    }
-  }
+  run_everywhere(cases, 40);
 }
 
 TEST_CASE("self_attention's tolerance sees a dropped bias", "[self_attention]") {

@@ -49,7 +49,9 @@ std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape
                                const GemmOperand& a, const GemmOperand& b);
 
 // C (m x n, row stride ldc) = alpha * op(A) op(B) + beta * C (+ bias, n values added to every
-// row, when bias != nullptr); beta == 0 never reads C.
+// row, when bias != nullptr); beta == 0 never reads C. alpha multiplies each k block's partial
+// sum: for alpha 0, +-inf or NaN that is not alpha times the sum (attn::matmul forms the product
+// with alpha 1 first for those).
 // scratch holds gemm_scratch_bytes() bytes, 64-byte aligned. Bit-identical for any thread count:
 // every element of C is reduced over k in the same order whichever thread computes it.
 // Operands are passed by reference: built by value on the caller's stack, 24-byte structs cost a
