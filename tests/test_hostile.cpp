@@ -479,19 +479,22 @@ TEST_CASE("a size-1 dimension's stride is never used, PTRDIFF_MIN and PTRDIFF_MA
   // out, weights, both masks) the batch and head strides, and with one query the row stride,
   // set to PTRDIFF_MIN, then PTRDIFF_MAX: the same bits as the plain views (PTRDIFF_MIN was
   // refused as "spans more bytes"; in the sanitizer build UBSan checks the arithmetic on them).
-  // Lk 2100 with one query: the key split.
+  // With one key, k's and v's row strides as well (the P V loop stepped its pointer to V's next
+  // row past the last one; attention now sets such strides to a plain view's). Lk 2100 with
+  // one query: the key split; Lq 16384 with one key: enough work for the fused path, which reads
+  // V (d 64, whole panels) in place.
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::Context ctx = attn_test::make_context(isa, 2);
-    for (std::size_t lq : {1, 20}) {
-      for (std::size_t lk : {37, 2100}) {
-        if (lk > 1000 && lq > 1) continue;
+    for (std::size_t lq : {1, 20, 16384}) {
+      for (std::size_t lk : {1, 37, 2100}) {
+        if ((lk > 1000 && lq > 1) || (lq > 1000 && lk > 1)) continue;
         INFO("isa " << attn::isa_name(isa) << " Lq " << lq << " Lk " << lk);
-        constexpr std::size_t d = 8;
+        constexpr std::size_t d = 64;
         attn_test::Rng rng(17);
         const auto q = rng.uniform_vec(lq * d), k = rng.uniform_vec(lk * d),
                    v = rng.uniform_vec(lk * d), bias = rng.uniform_vec(lq * lk);
         std::vector<std::uint8_t> allowed(lq * lk, 1);
-        allowed[lk / 2] = 0;
+        if (lk > 1) allowed[lk / 2] = 0;
         std::vector<float> out0(lq * d), w0(lq * lk), out(lq * d), w(lq * lk);
         attn::AttentionOptions o;
         o.mask =
@@ -517,8 +520,8 @@ TEST_CASE("a size-1 dimension's stride is never used, PTRDIFF_MIN and PTRDIFF_MA
           oo.weights = odd_strides(attn::make_bhsd(w.data(), 1, 1, lq, lk), lq == 1);
           const Status s = attn::attention(
               ctx, odd_strides(attn::make_bhsd<const float>(q.data(), 1, 1, lq, d), lq == 1),
-              odd_strides(attn::make_bhsd<const float>(k.data(), 1, 1, lk, d), false),
-              odd_strides(attn::make_bhsd<const float>(v.data(), 1, 1, lk, d), false),
+              odd_strides(attn::make_bhsd<const float>(k.data(), 1, 1, lk, d), lk == 1),
+              odd_strides(attn::make_bhsd<const float>(v.data(), 1, 1, lk, d), lk == 1),
               odd_strides(attn::make_bhsd(out.data(), 1, 1, lq, d), lq == 1), oo);
           INFO((s.message() ? s.message() : ""));
           REQUIRE(s.ok());
