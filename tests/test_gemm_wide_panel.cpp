@@ -29,7 +29,8 @@ struct WideCase {
 }  // namespace
 
 TEST_CASE("the wide tile on a packed panel writes the intrinsics tile's bits", "[matmul]") {
-  // m: under one tile (1, 4), one (6), one and a remainder (7), two (12), two and one row (13);
+  // m: under one tile (1, 4), one (6), one and a remainder (7; 8: the 2-row tile), two (12), two
+  // and one row (13);
   // n: the whole panel (64, the loop) and a partial one (36, the intrinsics only); k under, at
   // and past the loop's C-prefetch tail of 32 steps, with and without a whole group of 8 (13,
   // 32, 33, 41, 100, 300); the loop's write modes: alpha 1 with beta 0 (C set) or 1 (C added),
@@ -49,7 +50,7 @@ TEST_CASE("the wide tile on a packed panel writes the intrinsics tile's bits", "
     REQUIRE(kern->gemm_direct_wide != nullptr);
     ran = true;
     const std::size_t nr = kern->gemm_nr;
-    for (std::size_t m : {1, 4, 6, 7, 12, 13}) {
+    for (std::size_t m : {1, 4, 6, 7, 8, 12, 13}) {
       for (std::size_t n : {nr * 9 / 16, nr}) {
         for (std::size_t k : {13, 32, 33, 41, 100, 300}) {
           for (const WideCase& cs : modes) {

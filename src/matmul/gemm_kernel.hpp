@@ -442,7 +442,11 @@ struct gemm_direct_by_rows {
 // over GemmPath::wide_panels' panels A B^T 512 x 512 x 64 1.028x the time, 256^3 1.038x; but in
 // the wide no-packing path (k in chunks of 128, B in place or copied) 128 x 64 x 512 0.948x,
 // 512 x 64 x 512 1.004x, 64 x 64 x 256 and 256 x 64 x 256 0.995x, so that path (gemm_direct_wide)
-// keeps the intrinsics and only gemm_wide_panel takes the loop.
+// keeps the intrinsics and only gemm_wide_panel takes the loop. A last block of 1 or 2 rows takes
+// a 2-row tile (with NV = 4, 8 accumulators: as many FMA chains as 2 pipes of 4-cycle latency
+// keep busy) rather than the SMALL-row one, which spends SMALL rows' FMAs on it: Zen 5,
+// bench/ab-lib 15 pairs, 512 x 64 x 512 (its last 2 rows) 0.992x the time with the inputs 16
+// bytes past a line (13 of 15 pairs faster), 0.998x on lines; 128 x 64 x 512 0.992x on lines.
 template <int MR, int NV, int SMALL, bool LOOP>
 struct gemm_direct_wide_by_rows {
   template <class A>
@@ -469,6 +473,13 @@ struct gemm_direct_wide_by_rows {
 #endif
     for (; i0 < m; i0 += MR) {
       const std::size_t rows = m - i0 < MR ? m - i0 : MR;
+      if constexpr (SMALL > 2) {
+        if (rows <= 2) {
+          gemm_direct_kernel<2, NV>{}(arch, k, a + i0 * lda, lda, b, ldb, c + i0 * ldc, ldc, alpha,
+                                      beta, rows, n, bias);
+          continue;
+        }
+      }
       gemm_direct_by_rows<MR, NV, SMALL>{}(arch, k, a + i0 * lda, lda, b, ldb, c + i0 * ldc, ldc,
                                            alpha, beta, rows, n, bias);
     }
