@@ -169,6 +169,10 @@ struct Kernels {
   std::size_t gemm_direct_mr;
   std::size_t gemm_direct_nr;
   GemmDirectKernel gemm_direct;
+  // gemm_direct's tile over m rows and n columns in one call, m a multiple of gemm_direct_mr and
+  // n of gemm_direct_nr (row-major B, column j at b + j), tile by tile with gemm_direct's bits;
+  // nullptr where the ISA has none (scalar).
+  GemmDirectKernel gemm_direct_tiles;
   // The same, one vector wide (n <= gemm_direct_narrow_nr): for narrow matrices and last panels.
   std::size_t gemm_direct_narrow_nr;
   GemmDirectKernel gemm_direct_narrow;

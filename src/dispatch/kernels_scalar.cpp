@@ -29,6 +29,7 @@ const Kernels kScalarKernels = {
     4,
     4,
     &scalar::gemm_direct_4x4,
+    nullptr,
     4,
     &scalar::gemm_direct_4x4,
     nullptr,

@@ -525,7 +525,8 @@ std::size_t wide_b_floats(const Kernels& kern, const GemmShape& s) {
   return std::min(wide_k_chunk(kern, s), s.k) * kern.gemm_nr;
 }
 
-// C by row blocks of MR_direct x column panels of NR, the row blocks split among threads. B is
+// C by row blocks of MR_direct x column panels of NR, the row blocks split among threads (a
+// thread's whole tiles against a row-major B in one Kernels::gemm_direct_tiles call). B is
 // row-major (b.cs == 1), or a B^T (b.rs == 1) that the threads first pack together into
 // NR-wide panels in `panels` (panel j0 / NR at panels + j0 * k, row stride NR). Where
 // use_direct_wide holds, row blocks of the wide tile, each the whole width of C, with B in place
@@ -574,9 +575,22 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
       }
       return;
     }
+    // A row-major B: the thread's whole row blocks (all of its blocks but the matrix's last
+    // partial one) against B's whole panels in one call (Kernels::gemm_direct_tiles), then the
+    // other tiles one by one.
+    std::size_t j_tiles = 0;
+    if (!packed && kern.gemm_direct_tiles != nullptr) {
+      const std::size_t whole_end = std::min(end, s.m / mr);
+      j_tiles = s.n / nr * nr;
+      if (begin < whole_end && j_tiles > 0) {
+        kern.gemm_direct_tiles(s.k, a.data + begin * mr * a.rs, a.rs, b.data, ldb,
+                               c + begin * mr * ldc, ldc, alpha, beta, (whole_end - begin) * mr,
+                               j_tiles, bias);
+      }
+    }
     for (std::size_t ib = begin; ib < end; ++ib) {
       const std::size_t i0 = ib * mr, rows = std::min(mr, s.m - i0);
-      for (std::size_t j0 = 0; j0 < s.n; j0 += nr) {
+      for (std::size_t j0 = rows == mr ? j_tiles : 0; j0 < s.n; j0 += nr) {
         const float* bj = packed ? panels + j0 * s.k : b.data + j0;
         direct_tile(kern, false, s, alpha, a, i0, rows, bj, ldb, j0, beta, c, ldc, bias);
       }

@@ -1,0 +1,81 @@
+// The no-packing tile over many whole tiles in one call (Kernels::gemm_direct_tiles), called
+// directly beside gemm_direct called once per tile: the same sums in the same order, so the same
+// bits, and GemmDirectKernel's contract on the whole m x n block (nothing else written, beta == 0
+// never reading C). matmul runs it only for a row-major B and whole tiles; here every write mode
+// (its straight stores for alpha 1, beta 0 and no bias, and store_tile's otherwise) on several
+// row blocks and panels.
+// (Tolerance: support/direct_tile_check.hpp.)
+#include <catch2/catch.hpp>
+#include <cstddef>
+#include <random>
+#include <vector>
+
+#include "dispatch/kernels.hpp"
+#include "support/direct_tile_check.hpp"
+#include "support/test_support.hpp"
+
+namespace {
+
+struct TilesMode {
+  float alpha, beta;
+  bool bias;
+};
+
+}  // namespace
+
+TEST_CASE("gemm_direct_tiles writes gemm_direct's bits, tile by tile", "[matmul]") {
+  // Row blocks 1-3 and panels 1-3 (m = 2 MR: two blocks, each against every panel); k 1, an odd
+  // short one and deep; A, B and C with row strides past their rows; beta 0 over NaN in C.
+  const TilesMode modes[] = {{1.0f, 0.0f, false},
+                             {1.0f, 1.0f, false},
+                             {1.0f, 0.0f, true},
+                             {-0.5f, 0.0f, false},
+                             {2.0f, -0.5f, true}};
+  std::mt19937 rng(37);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  bool ran = false;
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    if (kern->gemm_direct_tiles == nullptr) continue;
+    ran = true;
+    const std::size_t mr = kern->gemm_direct_mr, nr = kern->gemm_direct_nr;
+    for (std::size_t blocks : {1, 3}) {
+      for (std::size_t panels : {1, 2, 3}) {
+        for (std::size_t k : {1, 7, 130}) {
+          for (const TilesMode& md : modes) {
+            const std::size_t m = blocks * mr, n = panels * nr;
+            INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k
+                        << " alpha " << md.alpha << " beta " << md.beta << " bias " << md.bias);
+            const std::size_t lda = k + 3, ldb = n + 5, ldc = n + 4, c_rows = m + 1;
+            std::vector<float> a(m * lda), b(k * ldb), bias(n), c0(c_rows * ldc);
+            for (float& x : a)
+              x = dist(rng);
+            for (float& x : b)
+              x = dist(rng);
+            for (float& x : bias)
+              x = dist(rng);
+            for (float& x : c0)
+              x = md.beta == 0.0f ? attn_test::nan_f() : dist(rng);
+            std::vector<float> tiles = c0, each = c0;
+            const float* bias_p = md.bias ? bias.data() : nullptr;
+            kern->gemm_direct_tiles(k, a.data(), lda, b.data(), ldb, tiles.data(), ldc, md.alpha,
+                                    md.beta, m, n, bias_p);
+            for (std::size_t i0 = 0; i0 < m; i0 += mr) {
+              for (std::size_t j0 = 0; j0 < n; j0 += nr) {
+                kern->gemm_direct(k, a.data() + i0 * lda, lda, b.data() + j0, ldb,
+                                  each.data() + i0 * ldc + j0, ldc, md.alpha, md.beta, mr, nr,
+                                  bias_p ? bias_p + j0 : nullptr);
+              }
+            }
+            const attn_test::DirectTile tile{m, n,   k,      md.alpha, md.beta, a,     lda,
+                                             b, ldb, bias_p, c0,       ldc,     c_rows};
+            CHECK(attn_test::check_direct_tile(tile, tiles, each) == 0);
+          }
+        }
+      }
+    }
+  }
+  // Every SIMD table has it; only a scalar-only run has nothing to compare.
+  if (!ran) WARN("no ISA on this CPU has gemm_direct_tiles");
+}
