@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "attn/attention.hpp"
 #include "attn/packed_matrix.hpp"
@@ -12,6 +13,44 @@
 #include "core/checks.hpp"
 
 namespace attn::detail {
+
+// The bytes a non-empty matrix view spans, when its sizes are far from any overflow (each below
+// 2^28, so the span stays below 2^58 bytes) and its stride holds its rows; else 0.
+template <class T>
+inline std::uintptr_t plain_span(const MatrixView<T>& x) {
+  constexpr std::size_t kSmall = std::size_t{1} << 28;
+  if (x.data == nullptr || x.rows == 0 || x.cols == 0 || x.rows >= kSmall || x.cols >= kSmall ||
+      x.stride >= kSmall || x.stride < x.cols) {
+    return 0;
+  }
+  return ((x.rows - 1) * x.stride + x.cols) * sizeof(float);
+}
+
+// The common valid matmul, recognised with a few comparisons (a call of a tiny product is tens
+// of nanoseconds, and validate_matmul's full checks cost about ten of them): every view non-empty
+// with small sizes, the shapes agreeing, no view wrapping around the address space, and c
+// disjoint from a and b. Inline, so that attn::matmul asks it without a call (validate_matmul
+// asks it first too); anything else takes the full checks, which name the argument and the
+// values.
+inline bool plainly_valid_matmul(const MatrixView<const float>& a, Transpose ta,
+                                 const MatrixView<const float>& b, Transpose tb,
+                                 const MatrixView<float>& c) {
+  const std::uintptr_t sa = plain_span(a), sb = plain_span(b), sc = plain_span(c);
+  if (sa == 0 || sb == 0 || sc == 0) return false;
+  const bool na = ta == Transpose::no, nb = tb == Transpose::no;
+  if ((na ? a.cols : a.rows) != (nb ? b.rows : b.cols) || c.rows != (na ? a.rows : a.cols) ||
+      c.cols != (nb ? b.cols : b.rows)) {
+    return false;
+  }
+  const auto pa = reinterpret_cast<std::uintptr_t>(a.data);
+  const auto pb = reinterpret_cast<std::uintptr_t>(b.data);
+  const auto pc = reinterpret_cast<std::uintptr_t>(c.data);
+  const std::uintptr_t top = UINTPTR_MAX;
+  if (pa > top - sa || pb > top - sb || pc > top - sc) return false;
+  const bool c_meets_a = pc < pa + sa && pa < pc + sc;
+  const bool c_meets_b = pc < pb + sb && pb < pc + sc;
+  return !c_meets_a && !c_meets_b;
+}
 
 Status validate_matmul(const char* fn, const MatrixView<const float>& a, Transpose ta,
                        const MatrixView<const float>& b, Transpose tb, const MatrixView<float>& c);

@@ -293,8 +293,9 @@ constexpr std::size_t kPrefetchedKc = 256;
 bool use_prefetched(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
                     const GemmOperand& b) {
   return kern.gemm_prefetch_b != nullptr && a.cs == 1 && b.cs == 1 &&
-         s.m >= kern.gemm_prefetch_b_min_rows && s.m <= gemm_prefetched_max_rows(kern, b) &&
-         s.k * s.n * sizeof(float) > cpu_info().l2_bytes / 2;
+         s.m >= kern.gemm_prefetch_b_min_rows &&
+         s.k * s.n * sizeof(float) > cpu_info().l2_bytes / 2 &&
+         s.m <= gemm_prefetched_max_rows(kern, b);
 }
 
 // GemmPath::c_transposed: A B^T (B^T's rows, k contiguous floats each: a weight stored
@@ -334,11 +335,11 @@ constexpr std::size_t kCTransposedInL2MaxRows = 16;
 constexpr std::size_t kCTransposedInL2MinK = 64;
 
 bool use_c_transposed(const Kernels& kern, const GemmShape& s, const GemmOperand& b) {
+  if (kern.gemm_store_t == nullptr || b.rs != 1 || b.cs == 1) return false;  // before a division
   const std::size_t lanes = kern.gemm_direct_narrow_nr, padded = round_up(s.m, lanes);
   const CpuInfo& cpu = cpu_info();
-  if (kern.gemm_store_t == nullptr || b.rs != 1 || b.cs == 1 || s.m < lanes ||
-      s.m <= kern.gemm_rows_t_max || s.m > kCTransposedMaxRows || (padded - s.m) * 4 > lanes ||
-      s.k * round_up(s.m, 16) * sizeof(float) > cpu.l2_bytes) {
+  if (s.m < lanes || s.m <= kern.gemm_rows_t_max || s.m > kCTransposedMaxRows ||
+      (padded - s.m) * 4 > lanes || s.k * round_up(s.m, 16) * sizeof(float) > cpu.l2_bytes) {
     return false;
   }
   return s.k * s.n * sizeof(float) > cpu.l2_bytes / 2 ||
@@ -935,8 +936,13 @@ void gemm_packed(const Kernels& kern, int threads, const GemmShape& s, float alp
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
                                const GemmOperand& a, const GemmOperand& b) {
   if (one_direct_tile(kern, shape, a, b)) return 0;
+  return gemm_path_scratch_bytes(kern, gemm_path(kern, shape, a, b), threads, shape, a, b);
+}
+
+std::size_t gemm_path_scratch_bytes(const Kernels& kern, GemmPath path, int threads,
+                                    const GemmShape& shape, const GemmOperand& a,
+                                    const GemmOperand& b) {
   threads = effective_threads(threads, shape);
-  const GemmPath path = gemm_path(kern, shape, a, b);
   if (path == GemmPath::wide_panels) {
     return shape.k * round_up(shape.n, kern.gemm_nr) * sizeof(float);
   }
@@ -979,15 +985,22 @@ void gemm(const Kernels& kern, int threads, const GemmShape& s, float alpha, con
           const GemmOperand& b, float beta, float* c, std::size_t ldc, void* scratch,
           const float* bias) {
   if (s.m == 0 || s.n == 0) return;
+  if (s.k > 0 && one_direct_tile(kern, s, a, b)) {  // gemm_direct's only call, without its loops
+    direct_tile(kern, false, s, alpha, a, 0, s.m, b.data, b.rs, 0, beta, c, ldc, bias);
+    return;
+  }
+  gemm_on_path(kern, gemm_path(kern, s, a, b), threads, s, alpha, a, b, beta, c, ldc, scratch,
+               bias);
+}
+
+void gemm_on_path(const Kernels& kern, GemmPath path, int threads, const GemmShape& s, float alpha,
+                  const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
+                  void* scratch, const float* bias) {
+  if (s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
     scale_c(s.m, s.n, alpha, beta, c, ldc, bias);
     return;
   }
-  if (one_direct_tile(kern, s, a, b)) {  // gemm_direct's only call, without its loops
-    direct_tile(kern, false, s, alpha, a, 0, s.m, b.data, b.rs, 0, beta, c, ldc, bias);
-    return;
-  }
-  const GemmPath path = gemm_path(kern, s, a, b);
   threads = effective_threads(threads, s);
   if (path == GemmPath::direct) {
     gemm_direct(kern, threads, s, alpha, a, b, beta, c, ldc, bias, static_cast<float*>(scratch));

@@ -47,6 +47,10 @@ bool rows_t_copies_a(const Kernels& kern, const GemmShape& shape, const GemmOper
 // Bytes of scratch gemm() needs for this shape and these operands on this many threads.
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,
                                const GemmOperand& a, const GemmOperand& b);
+// The same for gemm_on_path() on `path` (== gemm_path(kern, shape, a, b)).
+std::size_t gemm_path_scratch_bytes(const Kernels& kern, GemmPath path, int threads,
+                                    const GemmShape& shape, const GemmOperand& a,
+                                    const GemmOperand& b);
 
 // C (m x n, row stride ldc) = alpha * op(A) op(B) + beta * C (+ bias, n values added to every
 // row, when bias != nullptr); beta == 0 never reads C. alpha multiplies each k block's partial
@@ -59,6 +63,13 @@ std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape
 void gemm(const Kernels& kern, int threads, const GemmShape& shape, float alpha,
           const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
           void* scratch, const float* bias = nullptr);
+
+// gemm() on `path`, which the caller has asked gemm_path(kern, shape, a, b) for (attn::matmul
+// asks once per call; gemm() asks for itself), with gemm_path_scratch_bytes() of scratch. Where
+// gemm() calls a product of one no-packing tile at once, this runs gemm_direct's loops over it.
+void gemm_on_path(const Kernels& kern, GemmPath path, int threads, const GemmShape& shape,
+                  float alpha, const GemmOperand& a, const GemmOperand& b, float beta, float* c,
+                  std::size_t ldc, void* scratch, const float* bias = nullptr);
 
 // gemm() for a product of one no-packing tile (the seed's 6 x 16 x 64), which needs no scratch:
 // false, touching nothing, for any other product (and for k == 0). attn::matmul asks it before
