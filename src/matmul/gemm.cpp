@@ -538,7 +538,7 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
   const bool wide = use_direct_wide(kern, s, b);
   const std::size_t mr = wide ? kern.gemm_direct_wide_mr : kern.gemm_direct_mr;
   const std::size_t nr = kern.gemm_direct_nr;  // of the packed and narrow paths below
-  const std::size_t blocks = (s.m + mr - 1) / mr;
+  const std::size_t whole_blocks = s.m / mr, blocks = whole_blocks + (s.m % mr != 0 ? 1 : 0);
   const bool packed = direct_packs_b(b);
   const std::size_t ldb = packed ? nr : b.rs;
   run_parallel(threads, [&](int t, int nt) {
@@ -581,12 +581,13 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
     // other tiles one by one.
     std::size_t j_tiles = 0;
     if (!packed && kern.gemm_direct_tiles != nullptr) {
-      const std::size_t whole_end = std::min(end, s.m / mr);
-      j_tiles = s.n / nr * nr;
+      const std::size_t whole_end = std::min(end, whole_blocks);
+      j_tiles = s.n - s.n % nr;
       if (begin < whole_end && j_tiles > 0) {
         kern.gemm_direct_tiles(s.k, a.data + begin * mr * a.rs, a.rs, b.data, ldb,
                                c + begin * mr * ldc, ldc, alpha, beta, (whole_end - begin) * mr,
                                j_tiles, bias);
+        if (j_tiles == s.n) begin = whole_end;
       }
     }
     for (std::size_t ib = begin; ib < end; ++ib) {
