@@ -1,9 +1,9 @@
 // The no-packing tile over many whole tiles in one call (Kernels::gemm_direct_tiles), called
 // directly beside gemm_direct called once per tile: the same sums in the same order, so the same
 // bits, and GemmDirectKernel's contract on the whole m x n block (nothing else written, beta == 0
-// never reading C). matmul runs it only for a row-major B and whole tiles; here every write mode
-// (its straight stores for alpha 1, beta 0 and no bias, and store_tile's otherwise) on several
-// row blocks and panels.
+// never reading C), with B row-major in place and as packed panels. matmul runs it on whole tiles;
+// here every write mode (its straight stores for alpha 1, beta 0 and no bias, and store_tile's
+// otherwise) on several row blocks and panels.
 // (Tolerance: support/direct_tile_check.hpp.)
 #include <catch2/catch.hpp>
 #include <cstddef>
@@ -59,8 +59,8 @@ TEST_CASE("gemm_direct_tiles writes gemm_direct's bits, tile by tile", "[matmul]
               x = md.beta == 0.0f ? attn_test::nan_f() : dist(rng);
             std::vector<float> tiles = c0, each = c0;
             const float* bias_p = md.bias ? bias.data() : nullptr;
-            kern->gemm_direct_tiles(k, a.data(), lda, b.data(), ldb, tiles.data(), ldc, md.alpha,
-                                    md.beta, m, n, bias_p);
+            kern->gemm_direct_tiles(k, a.data(), lda, b.data(), ldb, nr, tiles.data(), ldc,
+                                    md.alpha, md.beta, m, n, bias_p);
             for (std::size_t i0 = 0; i0 < m; i0 += mr) {
               for (std::size_t j0 = 0; j0 < n; j0 += nr) {
                 kern->gemm_direct(k, a.data() + i0 * lda, lda, b.data() + j0, ldb,
@@ -71,6 +71,18 @@ TEST_CASE("gemm_direct_tiles writes gemm_direct's bits, tile by tile", "[matmul]
             const attn_test::DirectTile tile{m, n,   k,      md.alpha, md.beta, a,     lda,
                                              b, ldb, bias_p, c0,       ldc,     c_rows};
             CHECK(attn_test::check_direct_tile(tile, tiles, each) == 0);
+            // B's panels packed one after another (k x NR each, as gemm_direct_pack_b_cols lays
+            // out a B^T): the same bits.
+            std::vector<float> packed(panels * k * nr), from_panels = c0;
+            for (std::size_t jp = 0; jp < panels; ++jp) {
+              for (std::size_t p = 0; p < k; ++p) {
+                for (std::size_t j = 0; j < nr; ++j)
+                  packed[(jp * k + p) * nr + j] = b[p * ldb + jp * nr + j];
+              }
+            }
+            kern->gemm_direct_tiles(k, a.data(), lda, packed.data(), nr, k * nr, from_panels.data(),
+                                    ldc, md.alpha, md.beta, m, n, bias_p);
+            CHECK(attn_test::check_direct_tile(tile, from_panels, tiles) == 0);
           }
         }
       }

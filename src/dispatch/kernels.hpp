@@ -53,6 +53,14 @@ using GemmDirectKernel = void (*)(std::size_t k, const float* a, std::size_t lda
                                   std::size_t ldb, float* c, std::size_t ldc, float alpha,
                                   float beta, std::size_t m, std::size_t n, const float* bias);
 
+// GemmDirectKernel's tile over m rows and n columns, m a multiple of its MR and n of its NR, with
+// B's NR-column panels panel_stride floats apart (NR for a row-major B read in place, k * NR for
+// panels packed one after another), each with row stride ldb.
+using GemmDirectTilesKernel = void (*)(std::size_t k, const float* a, std::size_t lda,
+                                       const float* b, std::size_t ldb, std::size_t panel_stride,
+                                       float* c, std::size_t ldc, float alpha, float beta,
+                                       std::size_t m, std::size_t n, const float* bias);
+
 // Writes C (m x n, row stride ldc) from the transposed product CT (Kernels::gemm_store_t).
 using GemmStoreTKernel = void (*)(const float* ct, std::size_t ldct, float* c, std::size_t ldc,
                                   float alpha, float beta, std::size_t m, std::size_t n,
@@ -170,9 +178,9 @@ struct Kernels {
   std::size_t gemm_direct_nr;
   GemmDirectKernel gemm_direct;
   // gemm_direct's tile over m rows and n columns in one call, m a multiple of gemm_direct_mr and
-  // n of gemm_direct_nr (row-major B, column j at b + j), tile by tile with gemm_direct's bits;
-  // nullptr where the ISA has none (scalar).
-  GemmDirectKernel gemm_direct_tiles;
+  // n of gemm_direct_nr, tile by tile with gemm_direct's bits (GemmDirectTilesKernel); nullptr
+  // where the ISA has none (scalar).
+  GemmDirectTilesKernel gemm_direct_tiles;
   // The same, one vector wide (n <= gemm_direct_narrow_nr): for narrow matrices and last panels.
   std::size_t gemm_direct_narrow_nr;
   GemmDirectKernel gemm_direct_narrow;

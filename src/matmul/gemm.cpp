@@ -576,17 +576,17 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
       }
       return;
     }
-    // A row-major B: the thread's whole row blocks (all of its blocks but the matrix's last
-    // partial one) against B's whole panels in one call (Kernels::gemm_direct_tiles), then the
-    // other tiles one by one.
+    // The thread's whole row blocks (all of its blocks but the matrix's last partial one)
+    // against B's whole panels in one call (Kernels::gemm_direct_tiles), then the other tiles one
+    // by one.
     std::size_t j_tiles = 0;
-    if (!packed && kern.gemm_direct_tiles != nullptr) {
+    if (kern.gemm_direct_tiles != nullptr) {
       const std::size_t whole_end = std::min(end, whole_blocks);
       j_tiles = s.n - s.n % nr;
       if (begin < whole_end && j_tiles > 0) {
-        kern.gemm_direct_tiles(s.k, a.data + begin * mr * a.rs, a.rs, b.data, ldb,
-                               c + begin * mr * ldc, ldc, alpha, beta, (whole_end - begin) * mr,
-                               j_tiles, bias);
+        kern.gemm_direct_tiles(s.k, a.data + begin * mr * a.rs, a.rs, packed ? panels : b.data, ldb,
+                               packed ? s.k * nr : nr, c + begin * mr * ldc, ldc, alpha, beta,
+                               (whole_end - begin) * mr, j_tiles, bias);
         if (j_tiles == s.n) begin = whole_end;
       }
     }

@@ -437,42 +437,48 @@ struct gemm_direct_by_rows {
 
 // Whole MR x NR no-packing tiles (gemm_direct_kernel's full tiles, the same sums bit for bit)
 // over m rows and n columns, m a multiple of MR and n of NR: row blocks, each against one
-// NR-column panel of a row-major B after another (column j0 at b + j0), in one call. Per tile it
+// NR-column panel of B after another (panel jp at b + jp * panel_stride, rows ldb apart: a
+// row-major B in place, or panels packed by gemm_direct_pack_b_cols), in one call. Per tile it
 // keeps only the k loop and the stores: gemm_direct_kernel serves any m <= MR and n <= NR, and its
 // compiled code tests the edge cases, alpha, beta and the bias again at every tile (GCC 12 keeps
 // them between the k loop and the stores), where here alpha 1, beta 0 and no bias (a plain
 // product) choose straight stores once per call. Zen 5, bench/ab-lib against one gemm_direct call
 // per tile, 11 pairs, inputs 16 bytes past a line (on lines): AVX-512 64^3 0.991x the time
 // (0.998x), 256^3 0.986x (0.984x), 100^3 0.988x (0.989x); AVX2 64^3 0.980x, SSE2 0.992x. While
-// the host was loaded (both at about 0.8x their usual rates) 64^3 read 0.937-0.961x.
+// the host was loaded (both at about 0.8x their usual rates) 64^3 read 0.937-0.961x. On B^T's
+// packed panels (A B^T, 9-11 pairs): 512 x 512 x 64 0.983x, 100^3 0.965x, 128 x 128 x 64
+// 0.983-0.987x, 256 x 256 x 64 0.982-0.997x, 64 x 64 x 128 0.985x, 64 x 128 x 64 0.990x; but
+// with C 64 columns wide and 16 bytes past a line 1.006-1.018x (64^3 once 1.040x; on lines
+// 0.991x). Taking the panels one after another over all row blocks instead (each panel in L1,
+// A from L2) took 1.014x the time at 512 x 512 x 64 and 1.027x at 64^3.
 template <int MR, int NV>
 struct gemm_direct_tiles_kernel {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, std::size_t lda, const float* b,
-                  std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
-                  std::size_t m, std::size_t n, const float* bias) const {
+                  std::size_t ldb, std::size_t panel_stride, float* c, std::size_t ldc, float alpha,
+                  float beta, std::size_t m, std::size_t n, const float* bias) const {
     if (alpha == 1.0f && beta == 0.0f && bias == nullptr) {
-      run<true>(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
+      run<true>(arch, k, a, lda, b, ldb, panel_stride, c, ldc, alpha, beta, m, n, bias);
     } else {
-      run<false>(arch, k, a, lda, b, ldb, c, ldc, alpha, beta, m, n, bias);
+      run<false>(arch, k, a, lda, b, ldb, panel_stride, c, ldc, alpha, beta, m, n, bias);
     }
   }
 
  private:
   template <bool PLAIN, class A>
   static void run(A, std::size_t k, const float* a, std::size_t lda, const float* b,
-                  std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
-                  std::size_t m, std::size_t n, const float* bias) {
+                  std::size_t ldb, std::size_t panel_stride, float* c, std::size_t ldc, float alpha,
+                  float beta, std::size_t m, std::size_t n, const float* bias) {
     using V = vfloat<A>;
     constexpr std::size_t L = lanes<A>;
     constexpr std::size_t NR = NV * L;
     for (std::size_t i0 = 0; i0 < m; i0 += MR) {
       const float* rows[MR];
       direct_row_ptrs<MR>(a + i0 * lda, lda, MR, rows);
-      for (std::size_t j0 = 0; j0 < n; j0 += NR) {
+      for (std::size_t j0 = 0, jp = 0; j0 < n; j0 += NR, ++jp) {
         V acc[MR][NV];
         zero_tile<A, MR, NV>(acc);
-        const float* bj = b + j0;
+        const float* bj = b + jp * panel_stride;
         for (std::size_t p = 0; p < k; ++p) {
           V bv[NV];
 #pragma GCC unroll 4
