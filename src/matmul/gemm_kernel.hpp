@@ -514,6 +514,10 @@ struct gemm_direct_tiles_kernel {
 // keep busy) rather than the SMALL-row one, which spends SMALL rows' FMAs on it: Zen 5,
 // bench/ab-lib 15 pairs, 512 x 64 x 512 (its last 2 rows) 0.992x the time with the inputs 16
 // bytes past a line (13 of 15 pairs faster), 0.998x on lines; 128 x 64 x 512 0.992x on lines.
+// The whole row blocks of the intrinsics path run as gemm_direct_tiles_kernel's tiles (the same
+// sums; its tile tests no edge case, alpha, beta or bias per tile): bench/ab-lib, 11 pairs, 16
+// bytes past a line (on lines), 512 x 64 x 512 0.994x the time (0.996x; two threads 0.992x),
+// 128 x 64 x 512 0.986x, 64 x 64 x 256 1.001x, 256 x 64 x 256 (on lines) 1.003x.
 template <int MR, int NV, int SMALL, bool LOOP>
 struct gemm_direct_wide_by_rows {
   template <class A>
@@ -538,6 +542,12 @@ struct gemm_direct_wide_by_rows {
       }
     }
 #endif
+    if (constexpr std::size_t NR = NV * lanes<A>; n == NR && m - i0 >= MR) {
+      const std::size_t whole = (m - i0) / MR * MR;
+      gemm_direct_tiles_kernel<MR, NV>{}(arch, k, a + i0 * lda, lda, b, ldb, NR, c + i0 * ldc, ldc,
+                                         alpha, beta, whole, NR, bias);
+      i0 += whole;
+    }
     for (; i0 < m; i0 += MR) {
       const std::size_t rows = m - i0 < MR ? m - i0 : MR;
       if constexpr (SMALL > 2) {
