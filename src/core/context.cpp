@@ -35,15 +35,12 @@ void ContextState::release() noexcept {
   arena_bytes = 0;
 }
 
-Status usable_state(Context& ctx, const char* fn, ContextState** out) noexcept {
-  ContextState* st = ctx.state();
+Status unusable_state(const ContextState* st, const char* fn) noexcept {
   if (st == nullptr) {
     return Status::Error(StatusCode::out_of_memory,
                          "%s: the Context has no state (moved from, or its allocation failed)", fn);
   }
-  if (!st->init.ok()) return st->init;
-  *out = st;
-  return Status::Ok();
+  return st->init;
 }
 
 }  // namespace detail

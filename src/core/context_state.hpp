@@ -27,9 +27,18 @@ struct ContextState {
   void release() noexcept;
 };
 
+// The error of a Context whose state is missing (out_of_memory) or failed to initialise (its
+// init status), for usable_state.
+Status unusable_state(const ContextState* st, const char* fn) noexcept;
+
 // The state of ctx, or the error every call through it must return (init_status, or
-// out_of_memory when the state itself could not be allocated).
-Status usable_state(Context& ctx, const char* fn, ContextState** out) noexcept;
+// out_of_memory when the state itself could not be allocated). Inline: every call asks it first.
+inline Status usable_state(Context& ctx, const char* fn, ContextState** out) noexcept {
+  ContextState* st = ctx.state();
+  if (st == nullptr || !st->init.ok()) return unusable_state(st, fn);
+  *out = st;
+  return Status::Ok();
+}
 
 // Carves 64-byte aligned pieces out of a scratch block, front to back.
 class ScratchCarver {
