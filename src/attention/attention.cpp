@@ -16,12 +16,12 @@ Status attention(Context& ctx, TensorView<const float> q, TensorView<const float
   ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
   detail::AttentionCall call{};
   ATTN_RETURN_IF_ERROR(detail::validate_attention(fn, q, k, v, out, options, &call.dims));
-  const AttentionOptions plain_options = detail::with_plain_unit_strides(options);
-  call.q = detail::with_plain_unit_strides(q);
-  call.k = detail::with_plain_unit_strides(k);
-  call.v = detail::with_plain_unit_strides(v);
-  call.out = detail::with_plain_unit_strides(out);
-  call.options = &plain_options;
+  std::optional<AttentionOptions> plain_options;
+  call.q = detail::with_plain_row_stride(q);
+  call.k = detail::with_plain_row_stride(k);
+  call.v = detail::with_plain_row_stride(v);
+  call.out = detail::with_plain_row_stride(out);
+  call.options = detail::with_plain_row_strides(options, &plain_options);
   void* scratch = nullptr;
   ATTN_RETURN_IF_ERROR(
       st->scratch(detail::attention_scratch_bytes(*st->kernels, st->threads, call), &scratch));

@@ -109,8 +109,8 @@ Status run_self_attention(detail::ContextState* st, const MatrixView<const float
   float* heads_out = out.data;
   std::size_t heads_stride = out.stride;
   detail::AttentionCall call{};
-  const AttentionOptions plain_options = detail::with_plain_unit_strides(options);
-  call.options = &plain_options;
+  std::optional<AttentionOptions> plain_options;
+  call.options = detail::with_plain_row_strides(options, &plain_options);
   call.dims = detail::AttentionDims{d.batch, d.heads_q, d.heads_kv, d.seq,
                                     d.seq,   d.dim_k,   d.dim_v,    d.scale};
   std::size_t work = 0;
@@ -128,7 +128,7 @@ Status run_self_attention(detail::ContextState* st, const MatrixView<const float
     call.q = make_bshd<const float>(base, d.batch, d.seq, d.heads_q, d.dim_k, dqkv);
     call.k = make_bshd<const float>(k, d.batch, d.seq, d.heads_kv, d.dim_k, dqkv);
     call.v = make_bshd<const float>(v, d.batch, d.seq, d.heads_kv, d.dim_v, dqkv);
-    call.out = detail::with_plain_unit_strides(
+    call.out = detail::with_plain_row_stride(
         make_bshd<float>(heads_out, d.batch, d.seq, d.heads_q, d.dim_v, heads_stride));
   };
   if (o != nullptr) heads_stride = dh;
