@@ -351,8 +351,8 @@ bool use_c_transposed(const Kernels& kern, const GemmShape& s, const GemmOperand
 // test_matmul.cpp): not the rows path (n within one tile), not the prefetched one (B within half
 // of L2), and then direct (row-major A, k <= 1024, B within half of L2, fewer than
 // kMinPackedRows rows). A call of such a product takes tens of nanoseconds, which the full
-// rules, asked twice per call (scratch size and driver), added 10% to on Zen 5 (bench/ab-lib
-// against 8054628, which had one rule).
+// rules, then asked twice per call (scratch size and driver; attn::matmul now asks them once),
+// added 10% to on Zen 5 (bench/ab-lib against 8054628, which had one rule).
 bool one_direct_tile(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
                      const GemmOperand& b) {
   return a.cs == 1 && b.cs == 1 && s.m <= kern.gemm_direct_mr && s.m < kMinPackedRows &&

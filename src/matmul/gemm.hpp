@@ -73,7 +73,7 @@ void gemm_on_path(const Kernels& kern, GemmPath path, int threads, const GemmSha
 
 // gemm() for a product of one no-packing tile (the seed's 6 x 16 x 64), which needs no scratch:
 // false, touching nothing, for any other product (and for k == 0). attn::matmul asks it before
-// sizing scratch, so that such a call runs the path rules once.
+// the path rules, so that such a call runs none of them.
 bool gemm_one_tile(const Kernels& kern, const GemmShape& shape, float alpha, const GemmOperand& a,
                    const GemmOperand& b, float beta, float* c, std::size_t ldc);
 
