@@ -32,7 +32,6 @@ TEST_CASE("gemm_direct_tiles writes gemm_direct's bits, tile by tile", "[matmul]
                              {-0.5f, 0.0f, false},
                              {2.0f, -0.5f, true}};
   std::mt19937 rng(37);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   bool ran = false;
   for (attn::Isa isa : attn_test::test_isas()) {
     const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
@@ -48,17 +47,10 @@ TEST_CASE("gemm_direct_tiles writes gemm_direct's bits, tile by tile", "[matmul]
             INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k
                         << " alpha " << md.alpha << " beta " << md.beta << " bias " << md.bias);
             const std::size_t lda = k + 3, ldb = n + 5, ldc = n + 4, c_rows = m + 1;
-            std::vector<float> a(m * lda), b(k * ldb), bias(n), c0(c_rows * ldc);
-            for (float& x : a)
-              x = dist(rng);
-            for (float& x : b)
-              x = dist(rng);
-            for (float& x : bias)
-              x = dist(rng);
-            for (float& x : c0)
-              x = md.beta == 0.0f ? attn_test::nan_f() : dist(rng);
+            const attn_test::DirectOperands ops(m, n, k, lda, ldb, ldc, c_rows, md.beta, rng);
+            const std::vector<float>&a = ops.a, &b = ops.b, &c0 = ops.c0;
             std::vector<float> tiles = c0, each = c0;
-            const float* bias_p = md.bias ? bias.data() : nullptr;
+            const float* bias_p = md.bias ? ops.bias.data() : nullptr;
             kern->gemm_direct_tiles(k, a.data(), lda, b.data(), ldb, nr, tiles.data(), ldc,
                                     md.alpha, md.beta, m, n, bias_p);
             for (std::size_t i0 = 0; i0 < m; i0 += mr) {

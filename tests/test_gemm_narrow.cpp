@@ -43,7 +43,6 @@ TEST_CASE("the narrow no-packing tile's two forms write the same bits", "[matmul
     }
   }
   std::mt19937 rng(29);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   bool ran = false;
   for (attn::Isa isa : attn_test::test_isas()) {
     const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
@@ -59,17 +58,10 @@ TEST_CASE("the narrow no-packing tile's two forms write the same bits", "[matmul
         // A with a row stride past k, B rows ldb = lanes + 3 apart, C with 4 columns past n and
         // one row below m (those must stay as they were).
         const std::size_t lda = cs.k + 5, ldb = lanes + 3, ldc = n + 4, c_rows = cs.m + 1;
-        std::vector<float> a(cs.m * lda), b(cs.k * ldb), bias(n), c0(c_rows * ldc);
-        for (float& x : a)
-          x = dist(rng);
-        for (float& x : b)
-          x = dist(rng);
-        for (float& x : bias)
-          x = dist(rng);
-        for (float& x : c0)
-          x = cs.beta == 0.0f ? attn_test::nan_f() : dist(rng);
+        const attn_test::DirectOperands ops(cs.m, n, cs.k, lda, ldb, ldc, c_rows, cs.beta, rng);
+        const std::vector<float>&a = ops.a, &b = ops.b, &c0 = ops.c0;
         std::vector<float> pairs = c0, split = c0;
-        const float* bias_p = cs.bias ? bias.data() : nullptr;
+        const float* bias_p = cs.bias ? ops.bias.data() : nullptr;
         kern->gemm_direct_narrow(cs.k, a.data(), lda, b.data(), ldb, pairs.data(), ldc, cs.alpha,
                                  cs.beta, cs.m, n, bias_p);
         kern->gemm_direct_narrow_split(cs.k, a.data(), lda, b.data(), ldb, split.data(), ldc,

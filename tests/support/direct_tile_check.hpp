@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <random>
 #include <vector>
 
 namespace attn_test {
@@ -21,6 +23,23 @@ inline std::uint32_t float_bits(float x) {
   std::memcpy(&u, &x, sizeof u);
   return u;
 }
+
+// Random operands in [-1, 1) for one call: A (m rows, row stride lda), B (k rows, row stride
+// ldb), a bias of n values, and C before the call (c_rows x ldc), quiet NaN throughout where
+// beta == 0 (which must never read it).
+struct DirectOperands {
+  std::vector<float> a, b, bias, c0;
+  DirectOperands(std::size_t m, std::size_t n, std::size_t k, std::size_t lda, std::size_t ldb,
+                 std::size_t ldc, std::size_t c_rows, float beta, std::mt19937& rng)
+      : a(m * lda), b(k * ldb), bias(n), c0(c_rows * ldc) {
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (std::vector<float>* v : {&a, &b, &bias})
+      for (float& x : *v)
+        x = dist(rng);
+    for (float& x : c0)
+      x = beta == 0.0f ? std::numeric_limits<float>::quiet_NaN() : dist(rng);
+  }
+};
 
 // One call's operands: A (m x k, row stride lda), B (k x n, row stride ldb), the bias (n values
 // or null), and C before the call (c_rows x ldc, c_rows >= m, ldc >= n).
