@@ -527,7 +527,7 @@ std::size_t wide_b_floats(const Kernels& kern, const GemmShape& s) {
 }
 
 // C by row blocks of MR_direct x column panels of NR, the row blocks split among threads (a
-// thread's whole tiles against a row-major B in one Kernels::gemm_direct_tiles call). B is
+// thread's whole tiles in one Kernels::gemm_direct_tiles call). B is
 // row-major (b.cs == 1), or a B^T (b.rs == 1) that the threads first pack together into
 // NR-wide panels in `panels` (panel j0 / NR at panels + j0 * k, row stride NR). Where
 // use_direct_wide holds, row blocks of the wide tile, each the whole width of C, with B in place
