@@ -1,5 +1,6 @@
-// The no-packing tile over many whole tiles in one call (Kernels::gemm_direct_tiles), called
-// directly beside gemm_direct called once per tile: the same sums in the same order, so the same
+// The no-packing tile over many whole tiles in one call (Kernels::gemm_direct_tiles, and the
+// wider tiles of gemm_direct_tiles_l1 where the ISA has them), called directly beside gemm_direct
+// called once per tile: the same sums in the same order, so the same
 // bits, and GemmDirectKernel's contract on the whole m x n block (nothing else written, beta == 0
 // never reading C), with B row-major in place and as packed panels. matmul runs it on whole tiles;
 // here every write mode (its straight stores for alpha 1, beta 0 and no bias, and store_tile's
@@ -23,9 +24,11 @@ struct TilesMode {
 
 }  // namespace
 
-TEST_CASE("gemm_direct_tiles writes gemm_direct's bits, tile by tile", "[matmul]") {
-  // Row blocks 1-3 and panels 1-3 (m = 2 MR: two blocks, each against every panel); k 1, an odd
-  // short one and deep; A, B and C with row strides past their rows; beta 0 over NaN in C.
+TEST_CASE("gemm_direct_tiles and gemm_direct_tiles_l1 write gemm_direct's bits, tile by tile",
+          "[matmul]") {
+  // 1 and 3 row blocks, 1-4 panels of gemm_direct_nr columns (2 and 4: one and two of AVX-512's
+  // 64-column l1 tiles); k 1, an odd short one and deep; A, B and C with row strides past their
+  // rows; beta 0 over NaN in C.
   const TilesMode modes[] = {{1.0f, 0.0f, false},
                              {1.0f, 1.0f, false},
                              {1.0f, 0.0f, true},
@@ -40,7 +43,7 @@ TEST_CASE("gemm_direct_tiles writes gemm_direct's bits, tile by tile", "[matmul]
     ran = true;
     const std::size_t mr = kern->gemm_direct_mr, nr = kern->gemm_direct_nr;
     for (std::size_t blocks : {1, 3}) {
-      for (std::size_t panels : {1, 2, 3}) {
+      for (std::size_t panels : {1, 2, 3, 4}) {
         for (std::size_t k : {1, 7, 130}) {
           for (const TilesMode& md : modes) {
             const std::size_t m = blocks * mr, n = panels * nr;
@@ -75,6 +78,18 @@ TEST_CASE("gemm_direct_tiles writes gemm_direct's bits, tile by tile", "[matmul]
             kern->gemm_direct_tiles(k, a.data(), lda, packed.data(), nr, k * nr, from_panels.data(),
                                     ldc, md.alpha, md.beta, m, n, bias_p);
             CHECK(attn_test::check_direct_tile(tile, from_panels, tiles) == 0);
+            // The tiles for a B within L1 (AVX-512: 4 x 64, over pairs of panels) where they take
+            // all of n: the same bits, from B in place and from the panels.
+            if (kern->gemm_direct_tiles_l1 == nullptr) continue;
+            REQUIRE(kern->gemm_direct_tiles_l1_nr % nr == 0);
+            if (n % kern->gemm_direct_tiles_l1_nr != 0) continue;
+            std::vector<float> l1_in_place = c0, l1_panels = c0;
+            kern->gemm_direct_tiles_l1(k, a.data(), lda, b.data(), ldb, nr, l1_in_place.data(), ldc,
+                                       md.alpha, md.beta, m, n, bias_p);
+            kern->gemm_direct_tiles_l1(k, a.data(), lda, packed.data(), nr, k * nr,
+                                       l1_panels.data(), ldc, md.alpha, md.beta, m, n, bias_p);
+            CHECK(attn_test::check_direct_tile(tile, l1_in_place, tiles) == 0);
+            CHECK(attn_test::check_direct_tile(tile, l1_panels, tiles) == 0);
           }
         }
       }

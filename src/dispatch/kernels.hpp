@@ -181,6 +181,11 @@ struct Kernels {
   // n of gemm_direct_nr, tile by tile with gemm_direct's bits (GemmDirectTilesKernel); nullptr
   // where the ISA has none (scalar).
   GemmDirectTilesKernel gemm_direct_tiles;
+  // The same sums and bits for a B within half of L1, n a multiple of gemm_direct_tiles_l1_nr
+  // (a multiple of gemm_direct_nr), in tiles of fewer rows and more columns (fewer loads per FMA,
+  // but every row block reads all of B again); nullptr (and 0) where the ISA has none.
+  std::size_t gemm_direct_tiles_l1_nr;
+  GemmDirectTilesKernel gemm_direct_tiles_l1;
   // The same, one vector wide (n <= gemm_direct_narrow_nr): for narrow matrices and last panels.
   std::size_t gemm_direct_narrow_nr;
   GemmDirectKernel gemm_direct_narrow;

@@ -32,6 +32,11 @@
 // The no-packing kernels are 8 x 32 (16 accumulators; B at most half of L2, read in place).
 #define ATTN_GEMM_DIRECT_MR 8
 #define ATTN_GEMM_DIRECT_NR 32
+// Whole no-packing tiles against a B within half of L1: 4 x 64 (gemm_kernel_14x32_avx512.cpp),
+// 4 B vectors and 4 broadcasts per 16 FMAs where 8 x 32 loads 2 and 8; against a B in L2 each
+// 4-row block would stream all of it, twice the 8-row tile's traffic (see gemm_direct in
+// matmul/gemm.cpp for the measurements).
+#define ATTN_GEMM_DIRECT_TILES_L1_NR 64
 #define ATTN_GEMM_DIRECT_PACK_B_COLS gemm_pack_b_cols_32
 // Narrow calls of at most 6 rows (the seed's 6 x 16 x 64) in gemm_direct_narrow_kernel's SPLIT
 // form where CpuInfo::narrow_tile_split (Intel). The same library alternating both in one

@@ -30,6 +30,8 @@ const Kernels kScalarKernels = {
     4,
     &scalar::gemm_direct_4x4,
     nullptr,
+    0,
+    nullptr,
     4,
     &scalar::gemm_direct_4x4,
     nullptr,

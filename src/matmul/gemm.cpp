@@ -584,9 +584,31 @@ void gemm_direct(const Kernels& kern, int threads, const GemmShape& s, float alp
       const std::size_t whole_end = std::min(end, whole_blocks);
       j_tiles = s.n - s.n % nr;
       if (begin < whole_end && j_tiles > 0) {
-        kern.gemm_direct_tiles(s.k, a.data + begin * mr * a.rs, a.rs, packed ? panels : b.data, ldb,
-                               packed ? s.k * nr : nr, c + begin * mr * ldc, ldc, alpha, beta,
-                               (whole_end - begin) * mr, j_tiles, bias);
+        const float* bt = packed ? panels : b.data;
+        const std::size_t panel_stride = packed ? s.k * nr : nr, rows = (whole_end - begin) * mr;
+        const float* ai = a.data + begin * mr * a.rs;
+        float* ci = c + begin * mr * ldc;
+        // Against a row-major B within half of L1, the table's wider tiles first
+        // (gemm_direct_tiles_l1). Zen 5, AVX-512's 4 x 64 against 8 x 32, bench/ab-lib, 11 pairs,
+        // inputs 16 bytes past a line (on lines): 64^3 0.986x the time (0.995x), 32 x 64 x 64
+        // 0.992x (0.997x), 128 x 64 x 64 0.991x (0.998x), 100 x 64 x 48 0.997x (1.000x),
+        // 96 x 96 x 64 0.998x (1.001x). Not on B^T's packed panels: A B^T 64^3 1.007x (0.994x),
+        // 128 x 64 x 64 1.005x (0.978x). Not beyond half of L1: each 4-row block streams all of
+        // B, at 256^3 from L2 twice the 8-row tiles' traffic (1.281x the time).
+        std::size_t j_l1 = 0;
+        if (!packed && kern.gemm_direct_tiles_l1 != nullptr &&
+            s.k * s.n * sizeof(float) <= cpu_info().l1d_bytes / 2) {
+          j_l1 = s.n - s.n % kern.gemm_direct_tiles_l1_nr;
+          if (j_l1 > 0) {
+            kern.gemm_direct_tiles_l1(s.k, ai, a.rs, bt, ldb, panel_stride, ci, ldc, alpha, beta,
+                                      rows, j_l1, bias);
+          }
+        }
+        if (j_tiles > j_l1) {
+          kern.gemm_direct_tiles(s.k, ai, a.rs, bt + j_l1 / nr * panel_stride, ldb, panel_stride,
+                                 ci + j_l1, ldc, alpha, beta, rows, j_tiles - j_l1,
+                                 bias ? bias + j_l1 : nullptr);
+        }
         if (j_tiles == s.n) begin = whole_end;
       }
     }

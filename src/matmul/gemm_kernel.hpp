@@ -451,7 +451,7 @@ struct gemm_direct_by_rows {
 // with C 64 columns wide and 16 bytes past a line 1.006-1.018x (64^3 once 1.040x; on lines
 // 0.991x). Taking the panels one after another over all row blocks instead (each panel in L1,
 // A from L2) took 1.014x the time at 512 x 512 x 64 and 1.027x at 64^3.
-template <int MR, int NV>
+template <int MR, int NV, int PANEL_NV = NV>
 struct gemm_direct_tiles_kernel {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, std::size_t lda, const float* b,
@@ -475,7 +475,8 @@ struct gemm_direct_tiles_kernel {
     for (std::size_t i0 = 0; i0 < m; i0 += MR) {
       const float* rows[MR];
       direct_row_ptrs<MR>(a + i0 * lda, lda, MR, rows);
-      for (std::size_t j0 = 0, jp = 0; j0 < n; j0 += NR, ++jp) {
+      static_assert(NV % PANEL_NV == 0, "a tile spans whole panels");
+      for (std::size_t j0 = 0, jp = 0; j0 < n; j0 += NR, jp += NV / PANEL_NV) {
         V acc[MR][NV];
         zero_tile<A, MR, NV>(acc);
         const float* bj = b + jp * panel_stride;
@@ -483,7 +484,8 @@ struct gemm_direct_tiles_kernel {
           V bv[NV];
 #pragma GCC unroll 4
           for (int j = 0; j < NV; ++j)
-            bv[j] = V::load_unaligned(bj + p * ldb + j * L);
+            bv[j] = V::load_unaligned(bj + (j / PANEL_NV) * panel_stride + p * ldb +
+                                      (j % PANEL_NV) * L);
           rank1_update<A, MR, NV>(acc, bv, [&rows, p](int i) { return rows[i][p]; });
         }
         float* cij = c + i0 * ldc + j0;

@@ -8,6 +8,9 @@
 #define ATTN_GEMM_MR_MID 8
 #define ATTN_GEMM_DIRECT_MR 8
 #define ATTN_GEMM_DIRECT_MR_SMALL 6
+// gemm_direct_tiles_l1: 4 x 64 tiles (over pairs of 32-column panels) for a B within half of L1.
+#define ATTN_GEMM_DIRECT_TILES_L1_MR 4
+#define ATTN_GEMM_DIRECT_TILES_L1_NV 4
 // GemmPath::prefetched: 8 x 48 (24 accumulators, 3 B vectors); see gemm_prefetch_b.
 #define ATTN_GEMM_PREFETCH_B_MR 8
 #define ATTN_GEMM_PREFETCH_B_NV 3

@@ -38,6 +38,10 @@ namespace attn::detail {
                          std::size_t ldb, std::size_t panel_stride, float* c, std::size_t ldc,     \
                          float alpha, float beta, std::size_t m, std::size_t n,                    \
                          const float* bias);                                                       \
+  void gemm_direct_tiles_l1(std::size_t k, const float* a, std::size_t lda, const float* b,        \
+                            std::size_t ldb, std::size_t panel_stride, float* c, std::size_t ldc,  \
+                            float alpha, float beta, std::size_t m, std::size_t n,                 \
+                            const float* bias);                                                    \
   void gemm_direct_narrow(std::size_t k, const float* a, std::size_t lda, const float* b,          \
                           std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,     \
                           std::size_t m, std::size_t n, const float* bias);                        \
