@@ -647,10 +647,13 @@ TEST_CASE("matmul: A B^T with a few dozen rows, computed as its transpose", "[ma
   // test also
   // requires that gemm_path names the path for these where the rule holds on this CPU, and not
   // one row past the limit, below one vector, with more idle lanes, nor with op(A)^T beyond L2.
+  // 14 and 11 rows: the fewest AVX2 and SSE2 (NEON) take, a vector with 2 and 1 idle lanes.
   // Where B^T fits half of L2, up to 16 rows with k >= 64 take the path too (the last two cases:
   // B^T 120 KB, and 10 KB with an A^T read in place), more rows or fewer k steps do not.
   const Case cases[] = {
       {16, 2100, 250, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
+      {14, 2100, 250, Transpose::no, Transpose::yes, -0.5f, 0.0f, 1},
+      {11, 2100, 250, Transpose::no, Transpose::yes, 1.0f, 1.0f, 0},
       {64, 2101, 261, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
       {60, 2100, 250, Transpose::no, Transpose::yes, 2.0f, -0.5f, 2},
       {48, 2100, 250, Transpose::yes, Transpose::yes, -0.5f, 0.5f, 1},
@@ -682,6 +685,13 @@ TEST_CASE("matmul: A B^T with a few dozen rows, computed as its transpose", "[ma
     const std::size_t first =
         lanes > kern->gemm_rows_t_max ? lanes : (kern->gemm_rows_t_max / lanes + 1) * lanes;
     CHECK(path(first, big_n, big_k) == GemmPath::c_transposed);
+    // The fewest rows the rule takes, with idle lanes in the one vector of rows of C^T: AVX-512
+    // 16, AVX2 14 (2 of 8 idle), SSE2 and NEON 11 (1 of 4); the cases above run 14 and 11.
+    std::size_t least = kern->gemm_rows_t_max + 1;
+    while (least < lanes || ((least + lanes - 1) / lanes * lanes - least) * 4 > lanes)
+      ++least;
+    CHECK(path(least, big_n, big_k) == GemmPath::c_transposed);
+    CHECK(path(least - 1, big_n, big_k) != GemmPath::c_transposed);
     CHECK(path(128, big_n, big_k) == GemmPath::c_transposed);  // op(A)^T 32 KiB
     CHECK(path(129, big_n, big_k) != GemmPath::c_transposed);
     CHECK(path(lanes - 1, big_n, big_k) != GemmPath::c_transposed);
