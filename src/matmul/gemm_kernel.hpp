@@ -488,14 +488,10 @@ struct gemm_direct_tiles_kernel {
                                       (j % PANEL_NV) * L);
           rank1_update<A, MR, NV>(acc, bv, [&rows, p](int i) { return rows[i][p]; });
         }
+        // PLAIN: constants, so that store_tile folds to its plain case's straight stores.
         float* cij = c + i0 * ldc + j0;
-        if constexpr (PLAIN) {  // store_tile's plain case: the accumulators as they are
-#pragma GCC unroll 16
-          for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-            for (int j = 0; j < NV; ++j)
-              acc[i][j].store_unaligned(cij + static_cast<std::size_t>(i) * ldc + j * L);
-          }
+        if constexpr (PLAIN) {
+          store_tile<A, MR, NV>(acc, cij, ldc, 1.0f, 0.0f, MR, NR, nullptr);
         } else {
           store_tile<A, MR, NV>(acc, cij, ldc, alpha, beta, MR, NR, bias ? bias + j0 : nullptr);
         }
