@@ -131,6 +131,7 @@ CpuInfo detect() {
   info.l2_feeds_in_place_b = !intel;
   info.narrow_tile_split = intel;
   info.prefetched_many_rows = is_amd();
+  info.rows_t_prefetch = !is_amd();
   return info;
 }
 

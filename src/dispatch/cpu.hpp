@@ -32,6 +32,14 @@ struct CpuInfo {
   // Intel cores share ports with the FMAs. Measured per vendor (kernels_avx512.cpp): Intel yes,
   // Zen 5 no; others keep the pairs.
   bool narrow_tile_split = false;
+  // Whether GemmPath::rows against a B^T prefetches B^T's rows 4 KiB ahead in software
+  // (Kernels::gemm_rows_t_prefetch) rather than leaving them to the hardware prefetchers. Measured
+  // per vendor: the Intel Xeon above yes (A B^T 1 x 2304 x 768 took 0.95x the time with it); AMD
+  // Zen 4 (EPYC, family 25 model 17, 32 KiB L1d, 1 MiB L2) no: without over with (bench/ab-lib,
+  // AB_LIB_OFFSET=16, 11-15 pairs, bit-identical) AVX-512 1 x 2304 x 768 0.918-0.939x (two
+  // threads 0.908x), 4 rows 0.923x, 8 rows 0.990x, 1 x 768 x 3072 0.800x; AVX2 1 row 0.725x,
+  // SSE2 0.880x. Zen 5 not measured, taken to be alike; others keep the prefetch.
+  bool rows_t_prefetch = true;
   char model[64] = "unknown";
 };
 

@@ -213,6 +213,9 @@ struct Kernels {
   // nullptr (and 0) on the scalar table.
   std::size_t gemm_rows_t_max;
   GemmDirectKernel gemm_rows_t;
+  // gemm_rows_t prefetching B^T 4 KiB ahead of its loads, with the same sums; taken where
+  // CpuInfo::rows_t_prefetch. nullptr on the scalar table.
+  GemmDirectKernel gemm_rows_t_prefetch;
   // A no-packing tile of up to gemm_prefetch_b_mr rows and gemm_prefetch_b_nr columns that
   // prefetches B's rows a few k steps ahead (GemmPath::prefetched in matmul/gemm.cpp: from
   // gemm_prefetch_b_min_rows to a few dozen rows against a row-major B beyond L2; fewer take

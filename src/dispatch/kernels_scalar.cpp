@@ -43,6 +43,7 @@ const Kernels kScalarKernels = {
     nullptr,
     0,
     nullptr,
+    nullptr,
     0,
     0,
     0,

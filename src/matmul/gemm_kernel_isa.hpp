@@ -54,6 +54,9 @@ namespace attn::detail {
   void gemm_rows_t(std::size_t k, const float* a, std::size_t lda, const float* b,                 \
                    std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,            \
                    std::size_t m, std::size_t n, const float* bias);                               \
+  void gemm_rows_t_prefetch(std::size_t k, const float* a, std::size_t lda, const float* b,        \
+                            std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,   \
+                            std::size_t m, std::size_t n, const float* bias);                      \
   void gemm_prefetch_b(std::size_t k, const float* a, std::size_t lda, const float* b,             \
                        std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,        \
                        std::size_t m, std::size_t n, const float* bias);                           \

@@ -162,11 +162,12 @@ void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const f
 // products go into CH vector accumulators per row (vector v of the row into accumulator v % CH),
 // summed ((0 + 1) + (2 + 3)), then the lanes of one vector's worth of outputs at once (sum_each);
 // the last partial vector multiplies zero fills (A) by -0 fills (B), whose -0 products leave the
-// sums as they were, so a sum of -0 products stays -0. Then alpha, bias and beta as above. B^T is
-// prefetched kPrefetchBytes ahead of the loads (addresses past the matrix are computed as
-// integers: a prefetch does not fault).
+// sums as they were, so a sum of -0 products stays -0. Then alpha, bias and beta as above. With
+// kPrefetch, B^T is prefetched kPrefetchBytes ahead of the loads (addresses past the matrix are
+// computed as integers: a prefetch does not fault); the sums are the same either way
+// (CpuInfo::rows_t_prefetch says where it pays).
 constexpr std::uintptr_t kPrefetchBytes = 4096;
-template <class A, int R>
+template <class A, int R, bool kPrefetch>
 void gemm_rows_t_kernel(A, std::size_t k, const float* a, std::size_t lda, const float* bt,
                         std::size_t ldbt, float* c, std::size_t ldc, float alpha, float beta,
                         std::size_t n, const float* bias) {
@@ -196,8 +197,10 @@ void gemm_rows_t_kernel(A, std::size_t k, const float* a, std::size_t lda, const
       const std::uintptr_t row = reinterpret_cast<std::uintptr_t>(bj);
       std::uintptr_t fetched = row + kPrefetchBytes;  // lines before it have been prefetched
       for (; p + CH * L <= k; p += CH * L) {
-        for (; fetched < row + (p + CH * L) * sizeof(float) + kPrefetchBytes; fetched += 64)
-          __builtin_prefetch(reinterpret_cast<const void*>(fetched), 0, 3);
+        if constexpr (kPrefetch) {
+          for (; fetched < row + (p + CH * L) * sizeof(float) + kPrefetchBytes; fetched += 64)
+            __builtin_prefetch(reinterpret_cast<const void*>(fetched), 0, 3);
+        }
 #pragma GCC unroll 4
         for (int h = 0; h < CH; ++h) {
           const V bv = V::load_unaligned(bj + p + static_cast<std::size_t>(h) * L);
