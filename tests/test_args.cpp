@@ -352,7 +352,12 @@ TEST_CASE("self_attention rejects bad arguments and writes nothing", "[args][sel
   }
   SECTION("a NaN scale") {
     p.attention.scale = attn_test::nan_f();
-    check_error(attn::self_attention(ctx, xv, batch, p, ov), {"scale"});
+    check_error(attn::self_attention(ctx, xv, batch, p, ov), {"params.attention.scale is nan"});
+  }
+  SECTION("a mask alignment that is neither top_left nor bottom_right") {
+    p.attention.mask = attn::Mask::causal(static_cast<attn::CausalAlign>(7));
+    check_error(attn::self_attention(ctx, xv, batch, p, ov),
+                {"params.attention.mask.causal_align is 7"});
   }
   SECTION("out overlapping a bias") {
     p.q.bias = out.data();
