@@ -6,6 +6,7 @@
 // core runs it, and glibc may have asked on another.
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <cstdio>
 
 #if defined(__linux__) && (defined(__x86_64__) || defined(__i386__))
 #include <cpuid.h>
@@ -30,5 +31,32 @@ TEST_CASE("cpu_info reads the cache sizes the OS reports", "[cpu]") {
   if (l2 > 0) CHECK(cpu.l2_bytes == static_cast<std::size_t>(l2));
 #else
   SUCCEED("no sysconf cache sizes to compare with here");
+#endif
+}
+
+TEST_CASE("cpu_info reads the CPU family the OS reports", "[cpu]") {
+  // The path rules tell AMD Zen 4 (family 25) from Zen 5 (26) by it (CpuInfo::narrow_tile_split).
+  // /proc/cpuinfo's "cpu family" is the kernel's reading of the same cpuid leaf 1.
+#if defined(__linux__) && (defined(__x86_64__) || defined(__i386__)) && !defined(ATTN_TEST_EMULATED)
+  std::FILE* f = std::fopen("/proc/cpuinfo", "r");
+  if (f == nullptr) {
+    SUCCEED("no /proc/cpuinfo");
+    return;
+  }
+  char line[256];
+  unsigned family = 0;
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f) != nullptr) {
+    found = std::sscanf(line, "cpu family : %u", &family) == 1;
+  }
+  std::fclose(f);
+  if (!found) {
+    SUCCEED("/proc/cpuinfo names no cpu family");
+    return;
+  }
+  INFO("/proc/cpuinfo: cpu family " << family << " (" << attn::detail::cpu_info().model << ")");
+  CHECK(attn::detail::cpu_info().family == family);
+#else
+  SUCCEED("no /proc/cpuinfo to compare with here");
 #endif
 }

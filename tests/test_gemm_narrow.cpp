@@ -1,6 +1,6 @@
 // The one-vector-wide no-packing tile's two forms (Kernels::gemm_direct_narrow, in pairs of k
 // steps, and Kernels::gemm_direct_narrow_split, one broadcast per FMA), called directly: the
-// driver takes one or the other by CPU vendor (CpuInfo::narrow_tile_split), so each machine runs
+// driver takes one or the other by CPU (CpuInfo::narrow_tile_split), so each machine runs
 // only one of them through matmul; here both run on every ISA that has both. They must write the
 // same bits (each column is its even k steps' chain plus its odd steps' chain, in both; NaN
 // payloads aside, where both are NaN), and each must meet GemmDirectKernel's contract:

@@ -127,11 +127,13 @@ CpuInfo detect() {
   info.avx512 = info.avx2_fma && f && dq && bw && vl && zmm_saved;
   read_caches(&info);
   read_model(&info);
-  const bool intel = is_intel();
+  const unsigned base_family = (l1.a >> 8) & 0xF;
+  info.family = base_family == 0xF ? base_family + ((l1.a >> 20) & 0xFF) : base_family;
+  const bool intel = is_intel(), amd = is_amd();
   info.l2_feeds_in_place_b = !intel;
-  info.narrow_tile_split = intel;
-  info.prefetched_many_rows = is_amd();
-  info.rows_t_prefetch = !is_amd();
+  info.narrow_tile_split = intel || (amd && info.family == 0x19);
+  info.prefetched_many_rows = amd;
+  info.rows_t_prefetch = !amd;
   return info;
 }
 

@@ -29,8 +29,9 @@ struct CpuInfo {
   bool prefetched_many_rows = false;
   // Whether the one-vector no-packing tile broadcasts once per FMA for a few rows
   // (Kernels::gemm_direct_narrow_split) rather than in pairs of k steps with shuffles, which on
-  // Intel cores share ports with the FMAs. Measured per vendor (kernels_avx512.cpp): Intel yes,
-  // Zen 5 no; others keep the pairs.
+  // Intel cores share ports with the FMAs. Measured (kernels_avx512.cpp): Intel yes, AMD Zen 4
+  // (family 25, the only one of that family with AVX-512) yes, Zen 5 (family 26) no; others keep
+  // the pairs.
   bool narrow_tile_split = false;
   // Whether GemmPath::rows against a B^T prefetches B^T's rows 4 KiB ahead in software
   // (Kernels::gemm_rows_t_prefetch) rather than leaving them to the hardware prefetchers. Measured
@@ -40,6 +41,9 @@ struct CpuInfo {
   // threads 0.908x), 4 rows 0.923x, 8 rows 0.990x, 1 x 768 x 3072 0.800x; AVX2 1 row 0.725x,
   // SSE2 0.880x. Zen 5 not measured, taken to be alike; others keep the prefetch.
   bool rows_t_prefetch = true;
+  // x86: the display family of cpuid leaf 1 (base family, plus the extended family where the
+  // base is 15: AMD Zen 3 and 4 are 25, Zen 5 26); 0 elsewhere.
+  unsigned family = 0;
   char model[64] = "unknown";
 };
 

@@ -39,12 +39,15 @@
 #define ATTN_GEMM_DIRECT_TILES_L1_NR 64
 #define ATTN_GEMM_DIRECT_PACK_B_COLS gemm_pack_b_cols_32
 // Narrow calls of at most 6 rows (the seed's 6 x 16 x 64) in gemm_direct_narrow_kernel's SPLIT
-// form where CpuInfo::narrow_tile_split (Intel). The same library alternating both in one
-// process (medians of 21-41 pairs), split over pairs: Intel Xeon of the README, 6 x 16 x 64
+// form where CpuInfo::narrow_tile_split (Intel, AMD Zen 4). The same library alternating both in
+// one process (medians of 21-41 pairs), split over pairs: Intel Xeon of the README, 6 x 16 x 64
 // 0.91x the time, 6 x 16 x 256 0.91x, 6 x 16 x 1024 0.88x, 3 x 16 x 64 and 1 x 16 x 64 0.90x,
 // but 8 rows 1.01-1.04x (so 8 rows keep the pairs); Zen 5 the other way, the pairs over the
 // split form 6 x 16 x 64 0.882x the time (0.962x with the inputs 16 bytes past a line), 3 x 16 x 64
-// 0.914x, 1 x 16 x 64 0.899x, 6 x 16 x 1024 0.834x (bench/ab-lib, inputs on a line, 21 pairs).
+// 0.914x, 1 x 16 x 64 0.899x, 6 x 16 x 1024 0.834x (bench/ab-lib, inputs on a line, 21 pairs);
+// Zen 4 (EPYC, family 25 model 17) as Intel, split over pairs 6 x 16 x 64 0.909x the time (0.925x
+// on a line), 3 x 16 x 64 0.918x, 1 x 16 x 64 0.904x, 6 x 16 x 1024 0.904x (AB_LIB_OFFSET=16,
+// 21 pairs).
 #define ATTN_GEMM_DIRECT_NARROW_SPLIT
 // And the 6 x 64 tile without packing, for the products use_direct_wide picks (matmul/gemm.cpp).
 #define ATTN_GEMM_DIRECT_WIDE_MR 6
