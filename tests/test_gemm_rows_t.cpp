@@ -39,7 +39,8 @@ TEST_CASE("gemm_rows_t_prefetch writes gemm_rows_t's bits", "[matmul]") {
             INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k
                         << " alpha " << md.alpha << " beta " << md.beta << " bias " << md.bias);
             const std::size_t lda = k + 3, ldbt = k + 5, ldc = n + 4, c_rows = m + 1;
-            // ops.b is B^T here (n rows of ldbt floats; ops.bias unused), `b` its values as k x n.
+            // n and k swapped on purpose: ops.b is then B^T (n rows of ldbt floats; ops.bias, k
+            // values, unused), `b` its values as k x n for the contract check.
             const attn_test::DirectOperands ops(m, k, n, lda, ldbt, ldc, c_rows, md.beta, rng);
             std::vector<float> b(k * n);
             for (std::size_t j = 0; j < n; ++j) {

@@ -203,9 +203,10 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
 // (Kernels::gemm_rows_t, prefetching 4 KiB ahead where CpuInfo::rows_t_prefetch; Intel Xeon of
 // the README): A B^T 1 x 2304 x 768 0.59x the time of the streamed path (0.62x without the
 // prefetch), 4 x 2304 x 768 0.60x (0.76x; two threads 0.61x; AVX2 0.53x, SSE2 0.45x), and
-// against the no-packing path 2 x 100 x 300 0.48x, 4 x 40 x 64 0.95x (bench/ab-lib, 7-9 pairs). 5 to Kernels::gemm_rows_t_max (8) rows take it too where B^T
-// is beyond half of L2 and A's rows, which every dot product reads again, fit in two thirds of
-// L1 (one register per row, one vector of B^T loaded per step: 9 loads per 8 FMAs at 8 rows):
+// against the no-packing path 2 x 100 x 300 0.48x, 4 x 40 x 64 0.95x (bench/ab-lib, 7-9 pairs).
+// 5 to Kernels::gemm_rows_t_max (8) rows take it too where B^T is beyond half of L2 and A's
+// rows, which every dot product reads again, fit in two thirds of L1 (one register per row, one
+// vector of B^T loaded per step: 9 loads per 8 FMAs at 8 rows):
 // A B^T 8 x 2304 x 768 0.78x the time of the streamed path (two threads 0.79x; AVX2 0.67x, SSE2
 // 0.66x), 7 rows 0.70x, 5 rows 0.63x (two threads 0.63x), 8 x 4096 x 1024 0.61x. Not with A
 // beyond L1 (8 x 768 x 3072, A 96 KiB: 1.26x) nor for more rows in groups of 8 over blocks of
