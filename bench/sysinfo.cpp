@@ -60,13 +60,21 @@ std::string sysconf_caches() {
 
 SystemInfo system_info() {
   SystemInfo info;
+  // x86 lists "cpu family" and "model" before "model name": the brand string alone does not
+  // tell CPU generations apart (the Zen 4 and Zen 5 VMs both say "AMD EPYC").
   std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string family, model;
   for (std::string line; std::getline(cpuinfo, line);) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
     const std::string key = trim(line.substr(0, colon));
+    const std::string value = trim(line.substr(colon + 1));
+    if (key == "cpu family") family = value;
+    if (key == "model") model = value;
     if (key == "model name" || key == "Model" || key == "Hardware") {
-      info.cpu_model = trim(line.substr(colon + 1));
+      info.cpu_model = value;
+      if (!family.empty() && !model.empty())
+        info.cpu_model += " (family " + family + " model " + model + ")";
       break;
     }
   }
