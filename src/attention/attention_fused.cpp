@@ -31,6 +31,7 @@
 #include "core/checks.hpp"
 #include "core/context_state.hpp"
 #include "core/parallel.hpp"
+#include "dispatch/cpu.hpp"
 
 namespace attn::detail {
 namespace {
@@ -356,7 +357,8 @@ class Task {
     const float* q = w_.q + pass * p_.bq * dk;
     if (p_.direct_k) {
       DirectPrefetch pf;
-      pf.v = p_.dv > 0 ? pack_.v + k0 * pack_.ldv : nullptr;  // V may have no data
+      // V may have no data; CpuInfo::decode_prefetch_v says where the V hint pays.
+      pf.v = p_.dv > 0 && cpu_info().decode_prefetch_v ? pack_.v + k0 * pack_.ldv : nullptr;
       pf.ldv = pack_.ldv;
       pf.v_bytes = p_.dv * sizeof(float);
       pf.k_rows = kc1_ - k0;

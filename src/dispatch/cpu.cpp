@@ -134,6 +134,7 @@ CpuInfo detect() {
   info.narrow_tile_split = intel || (amd && info.family == 0x19);
   info.prefetched_many_rows = amd;
   info.rows_t_prefetch = !amd;
+  info.decode_prefetch_v = !(amd && info.family == 0x19);
   return info;
 }
 

@@ -41,6 +41,14 @@ struct CpuInfo {
   // threads 0.908x), 4 rows 0.923x, 8 rows 0.990x, 1 x 768 x 3072 0.800x; AVX2 1 row 0.725x,
   // SSE2 0.880x. Zen 5 not measured, taken to be alike; others keep the prefetch.
   bool rows_t_prefetch = true;
+  // Whether decoding's scores kernel prefetches the V rows P * V reads next into L1
+  // (DirectPrefetch::v, attention/attention_fused.cpp; the K prefetch stays everywhere). Measured
+  // on AMD Zen 4 (family 25): no, without it (bench/ab-lib, AB_LIB_OFFSET=16, bit-identical)
+  // attention 1x8x4x4096x128 took 0.859x and 0.895x the time, 1x12x1x1024x64 (K and V in L3)
+  // 0.907x, 1x8x1x65536x128 (537 MB of K and V from DRAM) 0.828x; dropping the K prefetch
+  // instead took 1.298x. Zen 5 and the Intel Xeon measured it only together with the K prefetch
+  // (dispatch/kernels.hpp, DirectPrefetch) and keep it.
+  bool decode_prefetch_v = true;
   // x86: the display family of cpuid leaf 1 (base family, plus the extended family where the
   // base is 15: AMD Zen 3 and 4 are 25, Zen 5 26); 0 elsewhere.
   unsigned family = 0;

@@ -104,7 +104,8 @@ using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys,
 // Decoding streams K and V from memory once, so the kernel also prefetches into L1 (results do
 // not depend on it): with key j, the key row kDirectKAheadBytes ahead if it is below pf.k_rows
 // (the rows the caller may read, past this tile too), and row j of pf.v (pf.v_bytes at
-// pf.v + j * pf.ldv; none when pf.v is null), the V rows P * V reads next. Measured on Zen 5
+// pf.v + j * pf.ldv; none when pf.v is null: the caller leaves it null where
+// CpuInfo::decode_prefetch_v is false, AMD Zen 4), the V rows P * V reads next. Measured on Zen 5
 // (bench/ab, 8 rounds, medians), attention_decode 1x32x8x1x4096x128, whose 33.5 MB of K and V
 // come from DRAM: 1.39 ms with the V tile prefetched before the scores and no K prefetch, 0.95 ms
 // with this and the wide P * V panels (attention_pv_few); K ahead by 4 or 16 KiB was no better,

@@ -1,0 +1,99 @@
+// Decoding's scores kernel (Kernels::attention_scores_direct), called directly: its prefetch
+// hints (DirectPrefetch: K rows ahead, V rows for P * V) never change a score, so every ISA writes
+// the same bits with no hint, with the K hint alone and with both (the driver drops the V hint
+// where CpuInfo::decode_prefetch_v is false, so a machine's attention tests run one form), and
+// each score is scale times the dot product of a query row and a key row.
+// Tolerance: dk + 1 roundings (dk products and sums in float, the scale) of scale * sum |q||k|.
+#include <catch2/catch.hpp>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "dispatch/kernels.hpp"
+#include "support/test_support.hpp"
+
+namespace {
+
+std::uint32_t bits(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+}  // namespace
+
+TEST_CASE("decoding's scores kernel writes the same bits with and without its prefetch hints",
+          "[attention]") {
+  // 1 to 4 query rows (kDirectRows); keys not a multiple of any tile (1, 37) and many (300, with
+  // the K hint running past the tile); dk a partial vector (5), whole vectors (64) and 128 + 3;
+  // row strides past the rows; V rows of 16 and 130 floats.
+  std::mt19937 rng(43);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    for (std::size_t rows = 1; rows <= attn::detail::kDirectRows; ++rows) {
+      for (std::size_t keys : {1, 37, 300}) {
+        for (std::size_t dk : {5, 64, 131}) {
+          for (std::size_t dv : {16, 130}) {
+            INFO("isa " << attn::isa_name(isa) << " rows " << rows << " keys " << keys << " dk "
+                        << dk << " dv " << dv);
+            const std::size_t ldq = dk + 2, ldk = dk + 3, ldv = dv + 1, lds = keys + 4;
+            std::vector<float> q(rows * ldq), k(keys * ldk), v(keys * ldv);
+            for (std::vector<float>* x : {&q, &k, &v})
+              for (float& e : *x)
+                e = dist(rng);
+            const float scale = 0.125f;
+            attn::detail::DirectPrefetch k_only;
+            k_only.k_rows = keys;
+            attn::detail::DirectPrefetch both = k_only;
+            both.v = v.data();
+            both.ldv = ldv;
+            both.v_bytes = dv * sizeof(float);
+            const attn::detail::DirectPrefetch hints[] = {attn::detail::DirectPrefetch{}, k_only,
+                                                          both};
+            std::vector<float> out[3];
+            for (int h = 0; h < 3; ++h) {
+              out[h].assign(rows * lds, -7.0f);
+              kern->attention_scores_direct(q.data(), ldq, rows, k.data(), ldk, keys, dk, scale,
+                                            out[h].data(), lds, hints[h]);
+            }
+            std::size_t bad = 0;
+            for (std::size_t r = 0; r < rows; ++r) {
+              for (std::size_t j = 0; j < lds; ++j) {
+                const std::size_t e = r * lds + j;
+                for (int h = 1; h < 3; ++h) {
+                  if (bits(out[h][e]) != bits(out[0][e]) && bad++ < 5)
+                    FAIL_CHECK("s(" << r << ", " << j << ") differs with hint " << h);
+                }
+                if (j >= keys) {
+                  if (out[0][e] != -7.0f && bad++ < 5)
+                    FAIL_CHECK("s(" << r << ", " << j << ") past the keys written");
+                  continue;
+                }
+                double want = 0.0, mag = 0.0;
+                for (std::size_t x = 0; x < dk; ++x) {
+                  const double p = double(q[r * ldq + x]) * double(k[j * ldk + x]);
+                  want += p;
+                  mag += std::fabs(p);
+                }
+                want *= scale;
+                mag *= scale;
+                const double tol = double(dk + 1) * FLT_EPSILON * mag + 1e-30;
+                if (!(std::fabs(double(out[0][e]) - want) <= tol) && bad++ < 5) {
+                  FAIL_CHECK("s(" << r << ", " << j << ") = " << out[0][e] << ", reference " << want
+                                  << ", tolerance " << tol);
+                }
+              }
+            }
+            CHECK(bad == 0);
+          }
+        }
+      }
+    }
+  }
+}
