@@ -1,7 +1,8 @@
 // Decoding's scores kernel (Kernels::attention_scores_direct), called directly: its prefetch
 // hints (DirectPrefetch: K rows ahead, V rows for P * V) never change a score, so every ISA writes
-// the same bits with no hint, with the K hint alone and with both (the driver drops the V hint
-// where CpuInfo::decode_prefetch_v is false, so a machine's attention tests run one form), and
+// the same bits with no hint, with the K hint alone, with both and with both at another K distance
+// (the driver drops the V hint where CpuInfo::decode_prefetch_v is false and sets the distance
+// from CpuInfo::decode_k_ahead_bytes, so a machine's attention tests run one form), and
 // each score is scale times the dot product of a query row and a key row.
 // Tolerance: dk + 1 roundings (dk products and sums in float, the scale) of scale * sum |q||k|.
 #include <catch2/catch.hpp>
@@ -54,10 +55,12 @@ TEST_CASE("decoding's scores kernel writes the same bits with and without its pr
             both.v = v.data();
             both.ldv = ldv;
             both.v_bytes = dv * sizeof(float);
+            attn::detail::DirectPrefetch near = both;
+            near.k_ahead_bytes = 64;  // the next key row or two
             const attn::detail::DirectPrefetch hints[] = {attn::detail::DirectPrefetch{}, k_only,
-                                                          both};
-            std::vector<float> out[3];
-            for (int h = 0; h < 3; ++h) {
+                                                          both, near};
+            std::vector<float> out[4];
+            for (int h = 0; h < 4; ++h) {
               out[h].assign(rows * lds, -7.0f);
               kern->attention_scores_direct(q.data(), ldq, rows, k.data(), ldk, keys, dk, scale,
                                             out[h].data(), lds, hints[h]);
@@ -66,7 +69,7 @@ TEST_CASE("decoding's scores kernel writes the same bits with and without its pr
             for (std::size_t r = 0; r < rows; ++r) {
               for (std::size_t j = 0; j < lds; ++j) {
                 const std::size_t e = r * lds + j;
-                for (int h = 1; h < 3; ++h) {
+                for (int h = 1; h < 4; ++h) {
                   if (bits(out[h][e]) != bits(out[0][e]) && bad++ < 5)
                     FAIL_CHECK("s(" << r << ", " << j << ") differs with hint " << h);
                 }

@@ -362,6 +362,7 @@ class Task {
       pf.ldv = pack_.ldv;
       pf.v_bytes = p_.dv * sizeof(float);
       pf.k_rows = kc1_ - k0;
+      pf.k_ahead_bytes = cpu_info().decode_k_ahead_bytes;
       kern_.attention_scores_direct(q, dk, n, row_ptr(call_.k, ti_.b, ti_.kvh, k0),
                                     static_cast<std::size_t>(call_.k.strides[2]), cols, dk,
                                     d_.scale, w_.s, p_.bk, pf);

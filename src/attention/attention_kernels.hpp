@@ -250,7 +250,7 @@ struct scores_direct_kernel {
     constexpr std::size_t L = lanes<A>;
     constexpr int T = L >= 8 ? static_cast<int>(L) : 8;
     constexpr int U = T / R;
-    const std::size_t ahead = kDirectKAheadBytes / (dk * sizeof(float)) + 1;  // dk > 0 here
+    const std::size_t ahead = pf.k_ahead_bytes / (dk * sizeof(float)) + 1;  // dk > 0 here
     const float* qr[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {  // rows past `rows` repeat row 0; their sums are dropped
@@ -262,7 +262,7 @@ struct scores_direct_kernel {
 #pragma GCC unroll 16
       for (int u = 0; u < U; ++u)
         kr[u] = k + (j + (static_cast<std::size_t>(u) < nk ? u : 0)) * ldk;
-      // Key rows kDirectKAheadBytes ahead (in this tile or the next), and this group's V rows.
+      // Key rows pf.k_ahead_bytes ahead (in this tile or the next), and this group's V rows.
       for (std::size_t u = 0; u < nk && j + u + ahead < pf.k_rows; ++u) {
         const char* row = reinterpret_cast<const char*>(k + (j + u + ahead) * ldk);
         for (std::size_t b = 0; b < dk * sizeof(float); b += 64)

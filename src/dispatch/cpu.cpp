@@ -135,6 +135,7 @@ CpuInfo detect() {
   info.prefetched_many_rows = amd;
   info.rows_t_prefetch = !amd;
   info.decode_prefetch_v = !(amd && info.family == 0x19);
+  info.decode_k_ahead_bytes = amd && info.family == 0x19 ? 4096 : 8192;
   return info;
 }
 

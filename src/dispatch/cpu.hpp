@@ -49,6 +49,11 @@ struct CpuInfo {
   // instead took 1.298x. Zen 5 and the Intel Xeon measured it only together with the K prefetch
   // (dispatch/kernels.hpp, DirectPrefetch) and keep it.
   bool decode_prefetch_v = true;
+  // How far ahead that kernel prefetches K's rows (DirectPrefetch::k_ahead_bytes). Zen 4: 4 KiB,
+  // against 8 (bench/ab-lib, bit-identical) 1x8x4x4096x128 0.945x, 0.973x and 0.974x the time,
+  // 1x12x1x1024x64 0.960x and 0.978x, 1x8x1x65536x128 (K and V from DRAM) 0.908x; 2 KiB 0.959x,
+  // 16 KiB 1.003x. Elsewhere 8 KiB (Zen 5: 4 and 16 KiB no better; kernels.hpp).
+  std::size_t decode_k_ahead_bytes = 8192;
   // x86: the display family of cpuid leaf 1 (base family, plus the extended family where the
   // base is 15: AMD Zen 3 and 4 are 25, Zen 5 26); 0 elsewhere.
   unsigned family = 0;

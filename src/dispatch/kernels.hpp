@@ -102,7 +102,7 @@ using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys,
 // may then be null).
 //
 // Decoding streams K and V from memory once, so the kernel also prefetches into L1 (results do
-// not depend on it): with key j, the key row kDirectKAheadBytes ahead if it is below pf.k_rows
+// not depend on it): with key j, the key row pf.k_ahead_bytes ahead if it is below pf.k_rows
 // (the rows the caller may read, past this tile too), and row j of pf.v (pf.v_bytes at
 // pf.v + j * pf.ldv; none when pf.v is null: the caller leaves it null where
 // CpuInfo::decode_prefetch_v is false, AMD Zen 4), the V rows P * V reads next. Measured on Zen 5
@@ -118,12 +118,12 @@ using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys,
 // rounds). A decoding step's K and V usually come from DRAM (the other layers' caches evict
 // them), so the prefetches stay.
 constexpr std::size_t kDirectRows = 4;
-constexpr std::size_t kDirectKAheadBytes = 8192;
 struct DirectPrefetch {
   const float* v = nullptr;
   std::size_t ldv = 0;
   std::size_t v_bytes = 0;
   std::size_t k_rows = 0;
+  std::size_t k_ahead_bytes = 8192;  // the caller's: CpuInfo::decode_k_ahead_bytes
 };
 // The hint goes by reference for GemmUkernel's reason: by value, scores_direct reloaded its 32
 // bytes from the caller's stack with one 32-byte vector load. On the decoding shapes no change
