@@ -358,11 +358,12 @@ class Task {
     if (p_.direct_k) {
       DirectPrefetch pf;
       // V may have no data; CpuInfo::decode_prefetch_v says where the V hint pays.
-      pf.v = p_.dv > 0 && cpu_info().decode_prefetch_v ? pack_.v + k0 * pack_.ldv : nullptr;
+      const CpuInfo& cpu = cpu_info();
+      pf.v = p_.dv > 0 && cpu.decode_prefetch_v ? pack_.v + k0 * pack_.ldv : nullptr;
       pf.ldv = pack_.ldv;
       pf.v_bytes = p_.dv * sizeof(float);
       pf.k_rows = kc1_ - k0;
-      pf.k_ahead_bytes = cpu_info().decode_k_ahead_bytes;
+      pf.k_ahead_bytes = cpu.decode_k_ahead_bytes;
       kern_.attention_scores_direct(q, dk, n, row_ptr(call_.k, ti_.b, ti_.kvh, k0),
                                     static_cast<std::size_t>(call_.k.strides[2]), cols, dk,
                                     d_.scale, w_.s, p_.bk, pf);

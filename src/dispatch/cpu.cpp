@@ -130,12 +130,13 @@ CpuInfo detect() {
   const unsigned base_family = (l1.a >> 8) & 0xF;
   info.family = base_family == 0xF ? base_family + ((l1.a >> 20) & 0xFF) : base_family;
   const bool intel = is_intel(), amd = is_amd();
+  const bool family_25 = amd && info.family == 0x19;  // Zen 4 measured (and Zen 3, not measured)
   info.l2_feeds_in_place_b = !intel;
-  info.narrow_tile_split = intel || (amd && info.family == 0x19);
+  info.narrow_tile_split = intel || family_25;
   info.prefetched_many_rows = amd;
   info.rows_t_prefetch = !amd;
-  info.decode_prefetch_v = !(amd && info.family == 0x19);
-  info.decode_k_ahead_bytes = amd && info.family == 0x19 ? 4096 : 8192;
+  info.decode_prefetch_v = !family_25;
+  info.decode_k_ahead_bytes = family_25 ? 4096 : 8192;
   return info;
 }
 
