@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "dispatch/cpu.hpp"
 #include "support/attention_case.hpp"
 
 using attn_test::AttentionCase;
@@ -214,6 +215,40 @@ TEST_CASE("attention of at most 4 query rows per KV head (decoding) reads K in p
       attn_test::check_attention_case_everywhere(c, thread_counts());
       ++n;
     }
+  }
+}
+
+TEST_CASE("decoding whose K and V exceed half of L3 (prefetched into L2 on some CPUs)",
+          "[attention][direct]") {
+  // Where CpuInfo::decode_prefetch_l2 holds, K and V beyond half of L3 take the scores kernel's
+  // hints into L2 (DirectPrefetch::to_l2) and the V hint with them; the hints never change a
+  // result (test_scores_direct.cpp), so this checks the driver's call of that form: GQA rows of
+  // one KV head (the 4-row tile), and two heads with V packed (Dv 80) under a causal mask, both
+  // under the decoding key split. Elsewhere the same calls take the L1 hints.
+  const attn::detail::CpuInfo& cpu = attn::detail::cpu_info();
+  if (cpu.l3_bytes > 256u * 1024 * 1024) {
+    WARN("L3 of " << cpu.l3_bytes << " bytes: K and V beyond half of it would take too long");
+    return;
+  }
+  const std::size_t half_l3 = cpu.l3_bytes / 2;
+  AttentionCase gqa;
+  gqa.Hq = 4;
+  gqa.Hkv = 1;
+  gqa.Dk = gqa.Dv = 64;
+  gqa.Lk = half_l3 / ((gqa.Dk + gqa.Dv) * sizeof(float)) + 1001;
+  gqa.seed = 91;
+  AttentionCase packed_v;
+  packed_v.Hq = packed_v.Hkv = 2;
+  packed_v.Dk = 128;
+  packed_v.Dv = 80;
+  packed_v.Lk = half_l3 / (2 * (packed_v.Dk + packed_v.Dv) * sizeof(float)) + 777;
+  packed_v.causal = true;
+  packed_v.causal_align = attn::CausalAlign::bottom_right;
+  packed_v.bshd = true;
+  packed_v.seed = 92;
+  for (const AttentionCase& c : {gqa, packed_v}) {
+    INFO("Lk " << c.Lk << ", decode_prefetch_l2 " << cpu.decode_prefetch_l2);
+    attn_test::check_attention_case_everywhere(c, {1, 2});
   }
 }
 

@@ -1,8 +1,9 @@
 // Decoding's scores kernel (Kernels::attention_scores_direct), called directly: its prefetch
 // hints (DirectPrefetch: K rows ahead, V rows for P * V) never change a score, so every ISA writes
-// the same bits with no hint, with the K hint alone, with both and with both at another K distance
-// (the driver drops the V hint where CpuInfo::decode_prefetch_v is false and sets the distance
-// from CpuInfo::decode_k_ahead_bytes, so a machine's attention tests run one form), and
+// the same bits with no hint, with the K hint alone, with both, with both at another K distance
+// and with both into L2 (the driver drops the V hint where CpuInfo::decode_prefetch_v is false,
+// sets the distance from CpuInfo::decode_k_ahead_bytes and L2 by decode_prefetch_l2 and the
+// size of K and V, so a machine's attention tests run one or two forms), and
 // each score is scale times the dot product of a query row and a key row.
 // Tolerance: dk + 1 roundings (dk products and sums in float, the scale) of scale * sum |q||k|.
 #include <catch2/catch.hpp>
@@ -57,10 +58,13 @@ TEST_CASE("decoding's scores kernel writes the same bits with and without its pr
             both.v_bytes = dv * sizeof(float);
             attn::detail::DirectPrefetch near = both;
             near.k_ahead_bytes = 64;  // the next key row or two
+            attn::detail::DirectPrefetch to_l2 = both;
+            to_l2.to_l2 = true;
             const attn::detail::DirectPrefetch hints[] = {attn::detail::DirectPrefetch{}, k_only,
-                                                          both, near};
-            std::vector<float> out[4];
-            for (int h = 0; h < 4; ++h) {
+                                                          both, near, to_l2};
+            constexpr int kHints = 5;
+            std::vector<float> out[kHints];
+            for (int h = 0; h < kHints; ++h) {
               out[h].assign(rows * lds, -7.0f);
               kern->attention_scores_direct(q.data(), ldq, rows, k.data(), ldk, keys, dk, scale,
                                             out[h].data(), lds, hints[h]);
@@ -69,7 +73,7 @@ TEST_CASE("decoding's scores kernel writes the same bits with and without its pr
             for (std::size_t r = 0; r < rows; ++r) {
               for (std::size_t j = 0; j < lds; ++j) {
                 const std::size_t e = r * lds + j;
-                for (int h = 1; h < 4; ++h) {
+                for (int h = 1; h < kHints; ++h) {
                   if (bits(out[h][e]) != bits(out[0][e]) && bad++ < 5)
                     FAIL_CHECK("s(" << r << ", " << j << ") differs with hint " << h);
                 }

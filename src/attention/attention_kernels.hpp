@@ -215,6 +215,15 @@ void online_softmax_kernel::operator()(A, float* s, std::size_t ld, std::size_t 
 // each an FMA chain over dk; sum_each reduces L chains at once (lane i of sum_each(acc) is the
 // sum of the lanes of acc[i]), so the reduction costs about one shuffle and add per chain.
 struct scores_direct_kernel {
+  // DirectPrefetch::to_l2: prefetcht1 (L2) rather than prefetcht0 (L1 and L2).
+  static void prefetch_line(const char* p, bool to_l2) {
+    if (to_l2) {
+      __builtin_prefetch(p, 0, 2);
+    } else {
+      __builtin_prefetch(p);
+    }
+  }
+
   template <class A>
   void operator()(A, const float* q, std::size_t ldq, std::size_t rows, const float* k,
                   std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
@@ -266,13 +275,13 @@ struct scores_direct_kernel {
       for (std::size_t u = 0; u < nk && j + u + ahead < pf.k_rows; ++u) {
         const char* row = reinterpret_cast<const char*>(k + (j + u + ahead) * ldk);
         for (std::size_t b = 0; b < dk * sizeof(float); b += 64)
-          __builtin_prefetch(row + b);
+          prefetch_line(row + b, pf.to_l2);
       }
       if (pf.v != nullptr) {
         for (std::size_t u = 0; u < nk; ++u) {
           const char* row = reinterpret_cast<const char*>(pf.v + (j + u) * pf.ldv);
           for (std::size_t b = 0; b < pf.v_bytes; b += 64)
-            __builtin_prefetch(row + b);
+            prefetch_line(row + b, pf.to_l2);
         }
       }
       V acc[R * U];

@@ -137,6 +137,7 @@ CpuInfo detect() {
   info.rows_t_prefetch = !amd;
   info.decode_prefetch_v = !family_25;
   info.decode_k_ahead_bytes = family_25 ? 4096 : 8192;
+  info.decode_prefetch_l2 = family_25;
   return info;
 }
 

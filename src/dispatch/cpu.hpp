@@ -54,6 +54,18 @@ struct CpuInfo {
   // 1x12x1x1024x64 0.960x and 0.978x, 1x8x1x65536x128 (K and V from DRAM) 0.908x; 2 KiB 0.959x,
   // 16 KiB 1.003x. Elsewhere 8 KiB (Zen 5: 4 and 16 KiB no better; kernels.hpp).
   std::size_t decode_k_ahead_bytes = 8192;
+  // Whether, where a decoding call's K and V exceed half of L3 (so each call reads them from
+  // memory), that kernel prefetches K's rows and the tile's V rows into L2 (prefetcht1,
+  // DirectPrefetch::to_l2) rather than K's into L1. AMD Zen 4 (family 25) yes: each prefetcht0
+  // that misses to DRAM holds one of L1's few miss buffers for the whole trip, prefetcht1 one of
+  // L2's many. Measured there (bench/ab-lib, AB_LIB_OFFSET=16, bit-identical, time with over
+  // without): attention 1x8x4x4096x128 (33.5 MB of K and V) 0.712x (11 of 11 pairs; the K hint
+  // alone to L2 0.708x, the V hint then 0.718x of that), two threads 0.837x, 1x8x1x3072x128
+  // (25 MB) 0.785x, 1x8x1x65536x128 (537 MB) 0.831x, 1x8x1x2048x128 (16.8 MB, half of L3)
+  // 0.962x; but 1x12x1x1024x64 (6.3 MB, in L3) 1.100x (the K hint to L2 alone 1.084x), hence
+  // the half-of-L3 condition. The Intel Xeon read V's hint to L2 no better (kernels.hpp); Zen 5
+  // not measured; both keep L1.
+  bool decode_prefetch_l2 = false;
   // x86: the display family of cpuid leaf 1 (base family, plus the extended family where the
   // base is 15: AMD Zen 3 and 4 are 25, Zen 5 26); 0 elsewhere.
   unsigned family = 0;

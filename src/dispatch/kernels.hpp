@@ -105,18 +105,19 @@ using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys,
 // not depend on it): with key j, the key row pf.k_ahead_bytes ahead if it is below pf.k_rows
 // (the rows the caller may read, past this tile too), and row j of pf.v (pf.v_bytes at
 // pf.v + j * pf.ldv; none when pf.v is null: the caller leaves it null where
-// CpuInfo::decode_prefetch_v is false, AMD Zen 4), the V rows P * V reads next. Measured on Zen 5
-// (bench/ab, 8 rounds, medians), attention_decode 1x32x8x1x4096x128, whose 33.5 MB of K and V
-// come from DRAM: 1.39 ms with the V tile prefetched before the scores and no K prefetch, 0.95 ms
-// with this and the wide P * V panels (attention_pv_few); K ahead by 4 or 16 KiB was no better,
-// prefetching every other line 1.07-1.13x slower. Where K and V stay in L3 (1x12x12x1x1024x64,
-// 6.3 MB, hot between benchmark iterations) the hardware prefetchers keep up, and the prefetch
-// instructions cost: 1.03-1.05x the time without the K prefetch. On the Intel Xeon (480 MiB
-// L3), without either prefetch: 0.93x the time at 1x32x8x1x4096x128 and 0.90x at
+// CpuInfo::decode_prefetch_v is false, AMD Zen 4, unless pf.to_l2), the V rows P * V reads next.
+// Measured on Zen 5 (bench/ab, 8 rounds, medians), attention_decode 1x32x8x1x4096x128, whose 33.5
+// MB of K and V come from DRAM: 1.39 ms with the V tile prefetched before the scores and no K
+// prefetch, 0.95 ms with this and the wide P * V panels (attention_pv_few); K ahead by 4 or 16 KiB
+// was no better, prefetching every other line 1.07-1.13x slower. Where K and V stay in L3
+// (1x12x12x1x1024x64, 6.3 MB, hot between benchmark iterations) the hardware prefetchers keep up,
+// and the prefetch instructions cost: 1.03-1.05x the time without the K prefetch. On the Intel Xeon
+// (480 MiB L3), without either prefetch: 0.93x the time at 1x32x8x1x4096x128 and 0.90x at
 // 1x12x12x1x1024x64, both hot in L3, but 1.36x at 1x32x8x1x65536x128 (537 MB of K and V from
 // DRAM); V prefetched to L2 (prefetcht1) instead: 1.00x hot, 1.04x from DRAM (bench/ab, 3-4
 // rounds). A decoding step's K and V usually come from DRAM (the other layers' caches evict
-// them), so the prefetches stay.
+// them), so the prefetches stay. With pf.to_l2 both prefetches go to L2 only (prefetcht1): the
+// caller's choice where K and V come from memory on a CPU with CpuInfo::decode_prefetch_l2.
 constexpr std::size_t kDirectRows = 4;
 struct DirectPrefetch {
   const float* v = nullptr;
@@ -124,6 +125,7 @@ struct DirectPrefetch {
   std::size_t v_bytes = 0;
   std::size_t k_rows = 0;
   std::size_t k_ahead_bytes = 8192;  // the caller's: CpuInfo::decode_k_ahead_bytes
+  bool to_l2 = false;
 };
 // The hint goes by reference for GemmUkernel's reason: by value, scores_direct reloaded its 32
 // bytes from the caller's stack with one 32-byte vector load. On the decoding shapes no change
