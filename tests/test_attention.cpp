@@ -224,10 +224,12 @@ TEST_CASE("decoding whose K and V exceed half of L3 (prefetched into L2 on some 
   // hints into L2 (DirectPrefetch::to_l2) and the V hint with them; the hints never change a
   // result (test_scores_direct.cpp), so this checks the driver's call of that form: GQA rows of
   // one KV head (the 4-row tile), and two heads with V packed (Dv 80) under a causal mask, both
-  // under the decoding key split. Elsewhere the same calls take the L1 hints.
+  // under the decoding key split. Elsewhere (and under qemu or valgrind, which report an Intel
+  // CPU) these calls take the L1 hints of the 3001-key cases above: skipped, to save the CI's
+  // emulated stages a minute.
   const attn::detail::CpuInfo& cpu = attn::detail::cpu_info();
-  if (cpu.l3_bytes > 256u * 1024 * 1024) {
-    WARN("L3 of " << cpu.l3_bytes << " bytes: K and V beyond half of it would take too long");
+  if (!cpu.decode_prefetch_l2) {
+    WARN("no CpuInfo::decode_prefetch_l2 on this CPU: nothing to check");
     return;
   }
   const std::size_t half_l3 = cpu.l3_bytes / 2;
