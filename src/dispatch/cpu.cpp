@@ -138,6 +138,7 @@ CpuInfo detect() {
   info.decode_prefetch_v = !family_25;
   info.decode_k_ahead_bytes = family_25 ? 4096 : 8192;
   info.decode_prefetch_l2 = family_25;
+  info.avx512_double_pumped = family_25 && info.avx512;
   return info;
 }
 

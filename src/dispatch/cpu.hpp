@@ -66,6 +66,10 @@ struct CpuInfo {
   // the half-of-L3 condition. The Intel Xeon read V's hint to L2 no better (kernels.hpp); Zen 5
   // not measured; both keep L1.
   bool decode_prefetch_l2 = false;
+  // Whether 512-bit FMAs run as two 256-bit halves, one per cycle where 256-bit ones run two
+  // (AMD Zen 4: family 25 with AVX-512; the FMA probe reads the same peak for AVX-512 and AVX2).
+  // The AVX-512 table's GEMM blocking has an MC for it (GemmBlocking::mc_double_pumped).
+  bool avx512_double_pumped = false;
   // x86: the display family of cpuid leaf 1 (base family, plus the extended family where the
   // base is 15: AMD Zen 3 and 4 are 25, Zen 5 26); 0 elsewhere.
   unsigned family = 0;

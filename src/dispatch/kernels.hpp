@@ -20,6 +20,9 @@ struct GemmBlocking {
   // L2 (0: kc everywhere). NC then shrinks so that the KC x NC panel of B keeps the table's size.
   std::size_t kc_large_l2 = 0;
   static constexpr std::size_t kLargeL2Bytes = 2 * 1024 * 1024;
+  // MC on a CPU that runs this table's FMAs in two halves at half the rate
+  // (CpuInfo::avx512_double_pumped), for a table measured there (0: mc everywhere).
+  std::size_t mc_double_pumped = 0;
 };
 
 // Micro-kernel contract (BLIS's): for the MR x NR tile of C at c (row stride ldc, column stride

@@ -15,6 +15,13 @@
 // Xeon of the README (in-process alternation with KC 512, medians of 15-21 pairs): 2048^3
 // 0.975-0.984x the time (1 thread), 0.982x (2); 1024^3 0.982x (1 and 2 threads); MC 108 with
 // KC 1024 1.01-1.03x. NC halves to 2048, so the packed panel of B stays 8 MiB.
+// AMD Zen 4 (CpuInfo::avx512_double_pumped: 512-bit FMAs in two 256-bit halves) takes MC 240
+// (480 KiB of A): a k step of the tile takes twice the cycles, so L2 streams each sliver of B at
+// half Zen 5's rate beside the larger block. Measured there (bench/ab-lib, AB_LIB_OFFSET=16,
+// bit-identical, MC 240 over 216; the plan rounds them to 228 and 210 at m = 2048): 2048^3
+// 0.982x, 0.982x, 0.969x, 0.996x, 0.987x the time (5-9 of 7-11 pairs), two threads 0.991x twice,
+// 1536^3 0.983x (plans 222 and 192); 264 0.987x, 288 0.989x. 1024^3 and below plan the same MC
+// (1024^3 read 1.006x and 0.978x: the instrument's noise, about the size of the gain).
 #define ATTN_KERNELS_NAME kAvx512Kernels
 #define ATTN_KERNELS_ISA Isa::avx512
 #define ATTN_GEMM_KERNEL gemm_kernel_6x64
@@ -25,9 +32,9 @@
 #define ATTN_GEMM_LANES 16
 #define ATTN_GEMM_MR 6
 #define ATTN_GEMM_NR 64
-#define ATTN_GEMM_BLOCKING \
-  GemmBlocking {           \
-    216, 512, 4096, 1024   \
+#define ATTN_GEMM_BLOCKING    \
+  GemmBlocking {              \
+    216, 512, 4096, 1024, 240 \
   }
 // The no-packing kernels are 8 x 32 (16 accumulators; B at most half of L2, read in place).
 #define ATTN_GEMM_DIRECT_MR 8

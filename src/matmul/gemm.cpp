@@ -37,6 +37,13 @@ std::size_t table_kc(const Kernels& kern) {
              : blk.kc;
 }
 
+// The table's MC on this CPU (GemmBlocking::mc_double_pumped).
+std::size_t table_mc(const Kernels& kern) {
+  const GemmBlocking& blk = kern.gemm_blocking;
+  return blk.mc_double_pumped != 0 && cpu_info().avx512_double_pumped ? blk.mc_double_pumped
+                                                                      : blk.mc;
+}
+
 Plan make_plan(const Kernels& kern, const GemmShape& s, int threads) {
   Plan p;
   p.mr = kern.gemm_mr;
@@ -46,10 +53,11 @@ Plan make_plan(const Kernels& kern, const GemmShape& s, int threads) {
   p.kc = std::min(kc, std::max<std::size_t>(s.k, 1));
   // MC: at most the table's, and such that the row blocks split evenly among the threads (the
   // blocking never changes a result: each element of C is reduced over k in the same order).
+  const std::size_t mc = table_mc(kern);
   const std::size_t m = std::max<std::size_t>(s.m, 1);
   const std::size_t t = static_cast<std::size_t>(threads);
-  const std::size_t blocks = round_up((m + blk.mc - 1) / blk.mc, t);
-  p.mc = std::min(blk.mc, round_up((m + blocks - 1) / blocks, p.mr));
+  const std::size_t blocks = round_up((m + mc - 1) / mc, t);
+  p.mc = std::min(mc, round_up((m + blocks - 1) / blocks, p.mr));
   const std::size_t nc = blk.nc * blk.kc / kc / p.nr * p.nr;  // the table's B panel size
   p.nc = std::min(nc, round_up(std::max<std::size_t>(s.n, 1), p.nr));
   p.copies = kern.gemm_a_copies;
