@@ -223,9 +223,9 @@ TEST_CASE("decoding whose K and V exceed half of L3 (prefetched into L2 on some 
   // Where CpuInfo::decode_prefetch_l2 holds, K and V beyond half of L3 take the scores kernel's
   // hints into L2 (DirectPrefetch::to_l2) and the V hint with them; the hints never change a
   // result (test_scores_direct.cpp), so this checks the driver's call of that form: GQA rows of
-  // one KV head (the 4-row tile), and two heads with V packed (Dv 80) under a causal mask, both
-  // under the decoding key split. Elsewhere (and under qemu or valgrind, which report an Intel
-  // CPU) these calls take the L1 hints of the 3001-key cases above: skipped, to save the CI's
+  // one KV head (the 4-row tile), and two heads with V packed on AVX-512 (Dv 80) under a causal
+  // mask, both under the decoding key split. Elsewhere (and under qemu or valgrind, which report an
+  // Intel CPU) these calls take the L1 hints of the 3001-key cases above: skipped, to save the CI's
   // emulated stages a minute.
   const attn::detail::CpuInfo& cpu = attn::detail::cpu_info();
   if (!cpu.decode_prefetch_l2) {

@@ -42,7 +42,8 @@ struct CpuInfo {
   // SSE2 0.880x. Zen 5 not measured, taken to be alike; others keep the prefetch.
   bool rows_t_prefetch = true;
   // Whether decoding's scores kernel prefetches the V rows P * V reads next into L1
-  // (DirectPrefetch::v, attention/attention_fused.cpp; the K prefetch stays everywhere). Measured
+  // (DirectPrefetch::v, attention/attention_fused.cpp; the K prefetch stays everywhere; where
+  // decode_prefetch_l2 applies, the V rows go to L2 whatever this says). Measured
   // on AMD Zen 4 (family 25): no, without it (bench/ab-lib, AB_LIB_OFFSET=16, bit-identical)
   // attention 1x8x4x4096x128 took 0.859x and 0.895x the time, 1x12x1x1024x64 (K and V in L3)
   // 0.907x, 1x8x1x65536x128 (537 MB of K and V from DRAM) 0.828x; dropping the K prefetch
@@ -59,12 +60,13 @@ struct CpuInfo {
   // DirectPrefetch::to_l2) rather than K's into L1. AMD Zen 4 (family 25) yes: each prefetcht0
   // that misses to DRAM holds one of L1's few miss buffers for the whole trip, prefetcht1 one of
   // L2's many. Measured there (bench/ab-lib, AB_LIB_OFFSET=16, bit-identical, time with over
-  // without): attention 1x8x4x4096x128 (33.5 MB of K and V) 0.712x (11 of 11 pairs; the K hint
-  // alone to L2 0.708x, the V hint then 0.718x of that), two threads 0.837x, 1x8x1x3072x128
-  // (25 MB) 0.785x, 1x8x1x65536x128 (537 MB) 0.831x, 1x8x1x2048x128 (16.8 MB, half of L3)
-  // 0.962x; but 1x12x1x1024x64 (6.3 MB, in L3) 1.100x (the K hint to L2 alone 1.084x), hence
-  // the half-of-L3 condition. The Intel Xeon read V's hint to L2 no better (kernels.hpp); Zen 5
-  // not measured; both keep L1.
+  // without; the host's speed moved between runs): as committed, attention 1x8x4x4096x128
+  // (33.5 MB of K and V) 0.619x (11 of 11 pairs), AVX2 0.407x, two threads 0.609x,
+  // 1x8x1x65536x128 (537 MB) 0.766x; the same hints before the half-of-L3 condition
+  // 1x8x4x4096x128 0.712x (two threads 0.837x), 1x8x1x3072x128 (25 MB) 0.785x, 1x8x1x2048x128
+  // (16.8 MB, half of L3) 0.962x, but 1x12x1x1024x64 (6.3 MB, in L3) 1.100x (the K hint to L2
+  // alone 1.084x), hence the condition. The Intel Xeon read V's hint to L2 no better
+  // (kernels.hpp); Zen 5 and Zen 3 (also family 25) not measured; Zen 5 keeps L1.
   bool decode_prefetch_l2 = false;
   // Whether 512-bit FMAs run as two 256-bit halves, one per cycle where 256-bit ones run two
   // (AMD Zen 4: family 25 with AVX-512; the FMA probe reads the same peak for AVX-512 and AVX2).

@@ -19,9 +19,12 @@
 // (480 KiB of A): a k step of the tile takes twice the cycles, so L2 streams each sliver of B at
 // half Zen 5's rate beside the larger block. Measured there (bench/ab-lib, AB_LIB_OFFSET=16,
 // bit-identical, MC 240 over 216; the plan rounds them to 228 and 210 at m = 2048): 2048^3
-// 0.982x, 0.982x, 0.969x, 0.996x, 0.987x the time (5-9 of 7-11 pairs), two threads 0.991x twice,
-// 1536^3 0.983x (plans 222 and 192); 264 0.987x, 288 0.989x. 1024^3 and below plan the same MC
-// (1024^3 read 1.006x and 0.978x: the instrument's noise, about the size of the gain).
+// 0.982x, 0.982x, 0.969x, 0.996x, 0.987x the time (5-9 of 7-11 pairs), 1536^3 0.983x (plans 222
+// and 192); 264 0.987x, 288 0.989x. Squares from 256 to 1024 plan the same MC either way, as do
+// 2048^3 and 1536^3 on two threads (read 0.991x twice and 1024^3 1.006x and 0.978x: the
+// instrument's noise, about the size of the gain); one thread plans differently for m in
+// 217-240, 433-480, 649-720, 865-960 and most m above 1080. Not combined with kc_large_l2 by any
+// CPU measured (Zen 4 has 1 MiB of L2): that pair would put a 960 KiB block of A in L2, unmeasured.
 #define ATTN_KERNELS_NAME kAvx512Kernels
 #define ATTN_KERNELS_ISA Isa::avx512
 #define ATTN_GEMM_KERNEL gemm_kernel_6x64
