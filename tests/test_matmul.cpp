@@ -78,12 +78,13 @@ TEST_CASE("matmul alpha, beta, strides, deep k and tile multiples", "[matmul]") 
 TEST_CASE("matmul at every ISA's tile and block sizes plus and minus one", "[matmul]") {
   // MR: 4 (scalar, sse2), 6 (avx2, avx512, sse2 no-packing), 8 (neon, avx512 no-packing), 14
   // (avx512 attention); NR: 4, 8, 12, 16, 32 (avx512 no-packing and attention), 64 (avx512); KC:
-  // 128 (sse2), 256, 512; MC: 60 (sse2). At these sizes A^T (cases 5-9 of every 10) takes the
-  // packed path; a row-major A takes the no-packing path (B^T packed into panels first), except
-  // m = 217 where the CPU's L2 does not feed it (CpuInfo::l2_feeds_in_place_b: Intel) and B is
-  // wider than 64 columns and larger than L1; m = 217 spans two row blocks.
+  // 128 (sse2), 256, 512; MC: 60 (sse2), 216 (avx512; 240 where CpuInfo::avx512_double_pumped).
+  // At these sizes A^T (cases 5-9 of every 10) takes the packed path; a row-major A takes the
+  // no-packing path (B^T packed into panels first), except m = 217 and 241 where the CPU's L2
+  // does not feed it (CpuInfo::l2_feeds_in_place_b: Intel) and B is wider than 64 columns and
+  // larger than L1; m = 217 and 241 span two row blocks of the packed path (one MC or the other).
   attn_test::Rng rng(13);
-  const std::size_t ms[] = {5, 7, 9, 13, 15, 27, 29, 59, 61, 217};
+  const std::size_t ms[] = {5, 7, 9, 13, 15, 27, 29, 59, 61, 217, 241};
   const std::size_t ns[] = {11, 13, 17, 31, 33, 63, 65, 129};
   const std::size_t ks[] = {1, 127, 129, 255, 257, 511, 513};
   for (attn::Isa isa : attn_test::test_isas()) {
