@@ -63,9 +63,11 @@ struct Plan {
   bool weights;
   // Few query rows per KV head (decoding): scores from K read in place, K is not packed.
   bool direct_k;
-  // direct_k, and the call's K and V come from memory on a CPU that then prefetches them into L2
-  // (CpuInfo::decode_prefetch_l2).
-  bool kv_prefetch_l2;
+  // direct_k's prefetch hints (DirectPrefetch), from this CPU's rules: K and V into L2 where the
+  // call's K and V come from memory (CpuInfo::decode_prefetch_l2), else K into L1 and V's rows
+  // where CpuInfo::decode_prefetch_v; K's rows k_ahead_bytes ahead.
+  bool kv_prefetch_l2, prefetch_v;
+  std::size_t k_ahead_bytes;
   // Shared packs: K^T panels of every group in a batch, and V rows when V is not read in place.
   bool pack_v;
   std::size_t k_pack_floats, v_pack_floats;  // per group
@@ -111,6 +113,8 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
   const std::size_t kv_bytes =
       sat_mul(sat_mul(p.groups, d.len_k), sat_mul(sat_add(d.dim_k, d.dim_v), sizeof(float)));
   p.kv_prefetch_l2 = p.direct_k && cpu.decode_prefetch_l2 && kv_bytes > cpu.l3_bytes / 2;
+  p.prefetch_v = d.dim_v > 0 && (cpu.decode_prefetch_v || p.kv_prefetch_l2);  // V may have no data
+  p.k_ahead_bytes = cpu.decode_k_ahead_bytes;
   // V is read in place when each of its rows holds whole NR-wide panels.
   p.pack_v = d.dim_v % p.nr != 0 || call.v.strides[2] <= 0;
   const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
@@ -364,15 +368,11 @@ class Task {
     const float* q = w_.q + pass * p_.bq * dk;
     if (p_.direct_k) {
       DirectPrefetch pf;
-      // V may have no data; CpuInfo::decode_prefetch_v and decode_prefetch_l2 say where the V
-      // hint pays.
-      const CpuInfo& cpu = cpu_info();
-      const bool hint_v = cpu.decode_prefetch_v || p_.kv_prefetch_l2;
-      pf.v = p_.dv > 0 && hint_v ? pack_.v + k0 * pack_.ldv : nullptr;
+      pf.v = p_.prefetch_v ? pack_.v + k0 * pack_.ldv : nullptr;
       pf.ldv = pack_.ldv;
       pf.v_bytes = p_.dv * sizeof(float);
       pf.k_rows = kc1_ - k0;
-      pf.k_ahead_bytes = cpu.decode_k_ahead_bytes;
+      pf.k_ahead_bytes = p_.k_ahead_bytes;
       pf.to_l2 = p_.kv_prefetch_l2;
       kern_.attention_scores_direct(q, dk, n, row_ptr(call_.k, ti_.b, ti_.kvh, k0),
                                     static_cast<std::size_t>(call_.k.strides[2]), cols, dk,
