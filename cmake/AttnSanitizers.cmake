@@ -3,8 +3,9 @@
 # ATTN_SANITIZE: sanitizers for everything built in this tree (attn, its tests and tools), as a
 #   list: "address;undefined". Errors abort (-fno-sanitize-recover=all), so a report fails CTest.
 # ATTN_BUILD_FUZZERS: build tests/fuzz (libFuzzer, Clang only). attn itself is then compiled with
-#   -fsanitize=fuzzer-no-link, the coverage instrumentation that guides libFuzzer; the test
-#   binaries link without libFuzzer and are unaffected apart from the counters.
+#   -fsanitize=fuzzer-no-link, the coverage instrumentation that guides libFuzzer
+#   (src/CMakeLists.txt), but not the tests: compiled with it too, the ASan suite took 198 s
+#   instead of 121 s on 2 cores (its compare tracing), 132 s with attn alone instrumented.
 set(ATTN_SANITIZE "" CACHE STRING "Sanitizers to build with, e.g. address;undefined")
 option(ATTN_BUILD_FUZZERS "Build the libFuzzer targets in tests/fuzz (Clang only)" OFF)
 
@@ -24,5 +25,4 @@ if(ATTN_BUILD_FUZZERS)
     message(FATAL_ERROR "ATTN_BUILD_FUZZERS needs clang++ (libFuzzer); this is "
                         "${CMAKE_CXX_COMPILER_ID}. Use the asan preset.")
   endif()
-  add_compile_options(-fsanitize=fuzzer-no-link)
 endif()
