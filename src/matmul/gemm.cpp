@@ -827,20 +827,25 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
 // GemmPath::prefetched with kNextPanelMinGroups groups of rows or more, and at least
 // kNextPanelMinWork products per row of a panel (m x nr): the first group's call streams its panel
 // of B from L3 or memory (the tile's own prefetch runs 8 rows ahead), the later groups read it
-// from L2. So before each later call the driver fetches an equal share of the next panel's rows
-// into L2 (prefetcht1: for AVX-512's 48 columns, 4 prefetches per row over its 3 or 4 lines), and
-// the next panel's first call finds it there. In a standalone copy of the loop (the 8 x 48 tile
-// over 48 panels of 2304 x 768, 16 groups) that took 100-105 GFLOP/s to 109-110. AMD Zen 4,
-// bench/ab-lib (AB_LIB_OFFSET=16, 9-11 pairs, bit-identical, time against no hint): AVX-512
-// 128 x 2304 x 768 0.965x (two threads 0.985x), 64 rows 0.974x, 192 rows 0.977x, 40 rows (5
-// groups) 0.982x, 48 x 768 x 3072 0.931x, 48 x 4096 x 1024 (rows 16 KiB apart) 0.879x, 40 x 7000
-// x 3000 (one pass over k, two panels beyond the L2 sets gemm_prefetched_kc counts) 0.971x; AVX2
-// 128 x 2304 x 768 0.899x. Lost: fewer groups, each share a longer burst (AVX-512 32 rows, 4
-// groups, 1.013x; 24 rows 1.023x; 16 rows 1.051x), and less work per prefetched row (AVX2's 16
-// columns: 25 rows, 5 groups, 1.044x; 48 x 4096 x 1024 1.012x; SSE2's 8 columns at 128 rows
-// 1.015x). Not measured on Zen 5, Intel or NEON.
-constexpr std::size_t kNextPanelMinGroups = 5;
-constexpr std::size_t kNextPanelMinWork = 40 * 48;
+// from L2. So before each later call the driver fetches a share of the next panel's rows into L2
+// (prefetcht1: for AVX-512's 48 columns, 4 prefetches per row over its 3 or 4 lines), at most
+// kNextPanelMaxShare rows per call, so that the next panel's first call finds its first rows
+// there. In a standalone copy of the loop (the 8 x 48 tile over 48 panels of 2304 x 768, 16
+// groups) equal shares covering the panel took 100-105 GFLOP/s to 109-110. AMD Zen 4,
+// bench/ab-lib (AB_LIB_OFFSET=16, 9-11 pairs, bit-identical, time against no hint), equal shares
+// of the whole panel from 5 groups: AVX-512 128 x 2304 x 768 0.965x (two threads 0.985x), 64 rows
+// 0.974x, 192 rows 0.977x, 40 rows 0.982x, 48 x 768 x 3072 0.931x, 48 x 4096 x 1024 (rows 16 KiB
+// apart) 0.879x, 40 x 7000 x 3000 (one pass over k, two panels beyond the L2 sets
+// gemm_prefetched_kc counts) 0.971x; AVX2 128 x 2304 x 768 0.899x. Shares of at most 64 rows
+// against those: 40, 128 and 192 rows 0.998x, 0.998x, 1.007x, 48 x 4096 x 1024 0.989x, AVX2
+// 128 rows 0.996x; and they serve 4 groups, where whole shares lost (32 rows 1.013x): against no
+// hint 28 rows 0.938x, 32 rows 0.909-0.938x, 36 rows 0.891x, 32 x 768 x 3072 0.912x. Lost: 2 and
+// 3 groups (16 rows 1.010x, 24 rows 0.954-1.023x); less work per prefetched row (AVX2's 16
+// columns at 25 rows 1.044-1.058x, 48 x 4096 x 1024 1.004-1.012x; SSE2's 8 at 128 rows
+// 1.015-1.056x). Not measured on Zen 5, Intel or NEON.
+constexpr std::size_t kNextPanelMinGroups = 4;
+constexpr std::size_t kNextPanelMinWork = 28 * 48;
+constexpr std::size_t kNextPanelMaxShare = 64;
 
 // Fetches `rows` rows of `bytes` bytes each, from p on and ld floats apart, into L2. Addresses are
 // integers: the last panel's rows may reach past the matrix (a prefetch does not fault).
@@ -880,12 +885,13 @@ void prefetched_panels(GemmDirectKernel kernel, std::size_t nr, std::size_t firs
         const std::size_t cols = std::min(jp == 0 ? first : nr, s.n - j0);
         const float* bj = b_at(pc, kc, jp, j0);
         const float* bias_pc = bias != nullptr && pc == 0 ? bias + j0 : nullptr;
-        // Before each call after the first, an equal share of the next panel's rows into L2.
+        // Before each call after the first, a share of the next panel's rows into L2.
         const float* next = next_panel_l2 && groups >= kNextPanelMinGroups &&
                                     s.m * nr >= kNextPanelMinWork && jp + 1 < pe
                                 ? b_at(pc, kc, jp + 1, j0 + cols)
                                 : nullptr;
-        const std::size_t share = next != nullptr ? (kc + groups - 2) / (groups - 1) : 0;
+        const std::size_t share =
+            next != nullptr ? std::min(kNextPanelMaxShare, (kc + groups - 2) / (groups - 1)) : 0;
         for (std::size_t g = 0; g < groups; ++g) {
           std::size_t r0, r1;
           static_range(s.m, static_cast<int>(g), static_cast<int>(groups), &r0, &r1);
