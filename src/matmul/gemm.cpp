@@ -824,10 +824,10 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
   });
 }
 
-// GemmPath::prefetched with kNextPanelMinGroups groups of rows or more, and at least
-// kNextPanelMinWork products per row of a panel (m x nr): the first group's call streams its panel
-// of B from L3 or memory (the tile's own prefetch runs 8 rows ahead), the later groups read it
-// from L2. So before each later call the driver fetches a share of the next panel's rows into L2
+// GemmPath::prefetched on one thread, with kNextPanelMinGroups groups of rows or more and at
+// least kNextPanelMinWork products per row of a panel (m x nr): the first group's call streams its
+// panel of B from L3 or memory (the tile's own prefetch runs 8 rows ahead), the later groups read
+// it from L2. So before each later call the driver fetches a share of the next panel's rows into L2
 // (prefetcht1: for AVX-512's 48 columns, 4 prefetches per row over its 3 or 4 lines), at most
 // kNextPanelMaxShare rows per call, so that the next panel's first call finds its first rows
 // there. In a standalone copy of the loop (the 8 x 48 tile over 48 panels of 2304 x 768, 16
@@ -842,7 +842,8 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
 // hint 28 rows 0.938x, 32 rows 0.909-0.938x, 36 rows 0.891x, 32 x 768 x 3072 0.912x. Lost: 2 and
 // 3 groups (16 rows 1.010x, 24 rows 0.954-1.023x); less work per prefetched row (AVX2's 16
 // columns at 25 rows 1.044-1.058x, 48 x 4096 x 1024 1.004-1.012x; SSE2's 8 at 128 rows
-// 1.015-1.056x). Not measured on Zen 5, Intel or NEON.
+// 1.015-1.056x); two threads (each over half the panels) at 32 and 36 rows 1.028-1.043x and
+// 1.056x, at 128 rows 0.974-0.985x: one thread only. Not measured on Zen 5, Intel or NEON.
 constexpr std::size_t kNextPanelMinGroups = 4;
 constexpr std::size_t kNextPanelMinWork = 28 * 48;
 constexpr std::size_t kNextPanelMaxShare = 64;
@@ -886,7 +887,7 @@ void prefetched_panels(GemmDirectKernel kernel, std::size_t nr, std::size_t firs
         const float* bj = b_at(pc, kc, jp, j0);
         const float* bias_pc = bias != nullptr && pc == 0 ? bias + j0 : nullptr;
         // Before each call after the first, a share of the next panel's rows into L2.
-        const float* next = next_panel_l2 && groups >= kNextPanelMinGroups &&
+        const float* next = next_panel_l2 && nt == 1 && groups >= kNextPanelMinGroups &&
                                     s.m * nr >= kNextPanelMinWork && jp + 1 < pe
                                 ? b_at(pc, kc, jp + 1, j0 + cols)
                                 : nullptr;
