@@ -875,24 +875,24 @@ void prefetched_panels(GemmDirectKernel kernel, std::size_t nr, std::size_t firs
                        bool next_panel_l2) {
   const std::size_t groups = s.m <= call_rows ? 1 : (s.m + mr - 1) / mr;
   const std::size_t panels = s.n <= first ? 1 : 1 + (s.n - first + nr - 1) / nr;
+  const bool hint_rule =
+      next_panel_l2 && groups >= kNextPanelMinGroups && s.m * nr >= kNextPanelMinWork;
   run_parallel(threads, [&](int t, int nt) {
     std::size_t pb, pe;
     static_range(panels, t, nt, &pb, &pe);
+    const bool hint = hint_rule && nt == 1;
     for (std::size_t pc = 0; pc < s.k; pc += kc_max) {
       const std::size_t kc = std::min(kc_max, s.k - pc);
       const float beta_pc = pc == 0 ? beta : 1.0f;
+      // Before each call after a panel's first, a share of the next panel's rows into L2.
+      const std::size_t share =
+          hint ? std::min(kNextPanelMaxShare, (kc + groups - 2) / (groups - 1)) : 0;
       for (std::size_t jp = pb; jp < pe; ++jp) {
         const std::size_t j0 = jp == 0 ? 0 : first + (jp - 1) * nr;
         const std::size_t cols = std::min(jp == 0 ? first : nr, s.n - j0);
         const float* bj = b_at(pc, kc, jp, j0);
         const float* bias_pc = bias != nullptr && pc == 0 ? bias + j0 : nullptr;
-        // Before each call after the first, a share of the next panel's rows into L2.
-        const float* next = next_panel_l2 && nt == 1 && groups >= kNextPanelMinGroups &&
-                                    s.m * nr >= kNextPanelMinWork && jp + 1 < pe
-                                ? b_at(pc, kc, jp + 1, j0 + cols)
-                                : nullptr;
-        const std::size_t share =
-            next != nullptr ? std::min(kNextPanelMaxShare, (kc + groups - 2) / (groups - 1)) : 0;
+        const float* next = hint && jp + 1 < pe ? b_at(pc, kc, jp + 1, j0 + cols) : nullptr;
         for (std::size_t g = 0; g < groups; ++g) {
           std::size_t r0, r1;
           static_range(s.m, static_cast<int>(g), static_cast<int>(groups), &r0, &r1);
