@@ -223,25 +223,28 @@ TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[mat
 TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul]") {
   // m <= 4 (Kernels::gemm_rows_max) with A row-major and n wider than one no-packing tile takes
   // GemmPath::rows (matmul/gemm.cpp) on the SIMD ISAs. With B row-major, the rows kernel reads B
-  // row after row, 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes), then
-  // single rows for the rest of k, into blocks of at most 4096 / m columns (rounded down to 64) of
-  // scratch, of equal widths; the threads split the columns in runs of 64. 5 to 8 rows take it on
-  // AVX2 where B is over half of L2 (these four cases' B: 1.04-1.20 MiB), with A's values broadcast
-  // from memory on one thread and the rows split among threads (2 to 4 each, the register tiles) on
-  // more (the other ISAs' GemmPath::prefetched tile takes them from
+  // row after row, 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes; for
+  // one row, passes of 16 rows on AVX-512 and 8 on AVX2 first, unless ldb is a multiple of 512
+  // floats), then single rows for the rest of k, into blocks of at most 4096 / m columns (rounded
+  // down to 64) of scratch, of equal widths; the threads split the columns in runs of 64. 5 to 8
+  // rows take it on AVX2 where B is over half of L2 (these four cases' B: 1.04-1.20 MiB), with A's
+  // values broadcast from memory on one thread and the rows split among threads (2 to 4 each, the
+  // register tiles) on more (the other ISAs' GemmPath::prefetched tile takes them from
   // Kernels::gemm_prefetch_b_min_rows: see the next test). Cases: k = 1 (no whole pass), 7 (a pass
   // and 3 single rows), 331; n not a multiple of any vector (33, 2100, 4250), and over one block (m
   // = 1: 9000 columns, 3 blocks of about 3000 on one thread; m = 4: 4250, 5 of about 850); every
-  // row count. With B^T (the last nine; a stride past the row, so that k = 1 is a B^T too), each
-  // output is a dot product of a row of A and a row of B^T in 4 (1 row), 2 (2 rows) or 1 vector
-  // accumulators, a last partial vector, one vector's worth of outputs summed at once: k of 1 (the
-  // partial vector alone), 7, 64 (whole vectors), 137, 167, 300, 600 and 1030; n of 33 (a partial
-  // group of outputs), 70, 100, 1100, 2100, 4250; 5 to 8 rows (Kernels::gemm_rows_t_max) where B^T
-  // is over half of L2 and A's rows fit in two thirds of L1 (the last three: B^T 1.15, 1.32 and 2.5
-  // MB, the last over half of the emulators' 4 MiB L2 too). Alpha 1 with beta 0, alpha and beta
-  // other than 0 and 1; strides past the row; threads 1, 2 and 3 bit-identical (gemm runs one
-  // thread below 2 MFLOP: 9000 x 7 does not, 4250 x 70, 2100 x 331 and the B^T cases of 167-1030
-  // do). The scalar ISA and A^T take other paths.
+  // row count; one row with k = 55 and 1030 (passes of 16 or 8 rows, then of 4, then single
+  // rows), and with ldb = 1024 (passes of 4 and single rows only). With B^T (the last nine; a
+  // stride past the row, so that k = 1 is a B^T too), each output is a dot product of a row of A
+  // and a row of B^T in 4 (1 row), 2 (2 rows) or 1 vector accumulators, a last partial vector, one
+  // vector's worth of outputs summed at once: k of 1 (the partial vector alone), 7, 64 (whole
+  // vectors), 137, 167, 300, 600 and 1030; n of 33 (a partial group of outputs), 70, 100, 1100,
+  // 2100, 4250; 5 to 8 rows (Kernels::gemm_rows_t_max) where B^T is over half of L2 and A's rows
+  // fit in two thirds of L1 (the last three: B^T 1.15, 1.32 and 2.5 MB, the last over half of the
+  // emulators' 4 MiB L2 too). Alpha 1 with beta 0, alpha and beta other than 0 and 1; strides past
+  // the row; threads 1, 2 and 3 bit-identical (gemm runs one thread below 2 MFLOP: 9000 x 7 does
+  // not, 4250 x 70, 2100 x 331 and the B^T cases of 167-1030 do). The scalar ISA and A^T take other
+  // paths.
   const Case cases[] = {
       {1, 9000, 7, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {2, 33, 1, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
@@ -249,6 +252,9 @@ TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul
       {4, 4250, 70, Transpose::no, Transpose::no, 2.0f, -0.5f, 2},
       {4, 65, 300, Transpose::no, Transpose::no, 1.0f, 1.0f, 0},
       {1, 100, 1, Transpose::no, Transpose::no, -0.5f, 0.0f, 5},
+      {1, 2100, 55, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
+      {1, 2100, 1030, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
+      {1, 1024, 55, Transpose::no, Transpose::no, 2.0f, -0.5f, 0},
       {5, 2100, 130, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {6, 2101, 150, Transpose::no, Transpose::no, -0.5f, 1.0f, 2},
       {7, 4250, 70, Transpose::no, Transpose::no, 2.0f, -0.5f, 1},

@@ -25,22 +25,22 @@ inline void rows_pass(const float* a, std::size_t lda, const float* b, std::size
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
   V av[R][U];
-#pragma GCC unroll 4
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int u = 0; u < U; ++u)
       av[i][u] = V(a[static_cast<std::size_t>(i) * lda + static_cast<std::size_t>(u)]);
   }
   const auto partial = [&](std::size_t j, std::size_t t) {  // columns j to j + t, t < L
     V bv[U];
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int u = 0; u < U; ++u)
       bv[u] = load_partial<A>(b + static_cast<std::size_t>(u) * ldb + j, t, 0.0f);
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       float* row = acc + static_cast<std::size_t>(i) * lacc + j;
       V s = load_partial<A>(row, t, 0.0f);
-#pragma GCC unroll 4
+#pragma GCC unroll 16
       for (int u = 0; u < U; ++u)
         s = fmadd<A>(av[i][u], bv[u], s);
       store_partial<A>(row, t, s);
@@ -50,14 +50,14 @@ inline void rows_pass(const float* a, std::size_t lda, const float* b, std::size
   if (j != 0) partial(0, j);
   for (; j + L <= w; j += L) {
     V bv[U];
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int u = 0; u < U; ++u)
       bv[u] = V::load_unaligned(b + static_cast<std::size_t>(u) * ldb + j);
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       float* row = acc + static_cast<std::size_t>(i) * lacc + j;
       V s = V::load_unaligned(row);
-#pragma GCC unroll 4
+#pragma GCC unroll 16
       for (int u = 0; u < U; ++u)
         s = fmadd<A>(av[i][u], bv[u], s);
       s.store_unaligned(row);
@@ -79,14 +79,14 @@ inline void rows_pass_many(std::size_t rows, const float* a, std::size_t lda, co
     t = j == 0 && head != 0 ? head : L;
     if (w - j < t) t = w - j;
     V bv[U];
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int u = 0; u < U; ++u)
       bv[u] = load_n<A>(b + static_cast<std::size_t>(u) * ldb + j, t, 0.0f);
     for (std::size_t i = 0; i < rows; ++i) {
       const float* ai = a + i * lda;
       float* row = acc + i * lacc + j;
       V s = load_n<A>(row, t, 0.0f);
-#pragma GCC unroll 4
+#pragma GCC unroll 16
       for (int u = 0; u < U; ++u)
         s = fmadd<A>(V(ai[u]), bv[u], s);
       store_n<A>(row, t, s);
@@ -107,7 +107,19 @@ void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const f
   const std::size_t rows = R == 0 ? m : static_cast<std::size_t>(R);  // R == 0: m rows
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
-  constexpr int U = R == 0 || R <= 2 || L == 16 ? 4 : 2;  // R * U broadcasts, R sums, U rows
+  // R * U broadcasts, R sums, U rows of B per pass over the sums (U4 where B's rows alias).
+  constexpr int U4 = R == 0 || R <= 2 || L == 16 ? 4 : 2;
+  // One row of A takes 16 rows of B per pass on AVX-512, 8 on AVX2: C's sums are loaded and
+  // stored once per U rows instead of 4, and U rows of B stream at once (Zen 4, AB_LIB_OFFSET=16
+  // bench/ab-lib, 9-15 pairs: 1 x 2304 x 768 0.825-0.885x the time, 1 x 768 x 3072
+  // 0.886-0.907x, 1 x 1000 x 1000 0.952x, 1 x 2304 x 771 0.866x; AVX2 0.850x and 0.852x; two
+  // threads 0.937-1.057x; B within L2, 1 x 256 x 768, 1.005-1.054x). Not where B's rows lie a
+  // multiple of kAliasFloats apart: a pass's U lines of B then share one or two sets of a 4 KiB-way
+  // L1 (Zen 4, Zen 5, Intel's) with the sums' line, which they evict (1 x 1024 x 1024 took 1.47x
+  // the time, 1 x 2048 x 1024 1.23x; with this rule 1.021x and level).
+  constexpr int U = R == 1 && L >= 8 ? static_cast<int>(L) : U4;
+  constexpr std::size_t kAliasFloats = 2048 / sizeof(float);
+  const bool wide_passes = U > U4 && ldb % kAliasFloats != 0;
   const V va(alpha), vb(beta);
   // Where all of B's rows start the same number of floats past a vector boundary (ldb a whole
   // number of vectors), the first block's sums start that many floats into acc (a vector
@@ -137,8 +149,12 @@ void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const f
       for (; p < k; ++p)
         rows_pass_many<A, 1>(rows, a + p, lda, b + p * ldb + j0, ldb, w, head, sums, block);
     } else {
-      for (; p + U <= k; p += U)
-        rows_pass<A, R, U>(a + p, lda, b + p * ldb + j0, ldb, w, head, sums, block);
+      if constexpr (U > U4) {
+        for (; wide_passes && p + U <= k; p += U)
+          rows_pass<A, R, U>(a + p, lda, b + p * ldb + j0, ldb, w, head, sums, block);
+      }
+      for (; p + U4 <= k; p += U4)
+        rows_pass<A, R, U4>(a + p, lda, b + p * ldb + j0, ldb, w, head, sums, block);
       for (; p < k; ++p)
         rows_pass<A, R, 1>(a + p, lda, b + p * ldb + j0, ldb, w, head, sums, block);
     }
