@@ -1,10 +1,14 @@
 // Status, Isa, Context and the view helpers.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/context_state.hpp"
 #include "support/test_support.hpp"
 
 using attn::Isa;
@@ -192,6 +196,51 @@ TEST_CASE("Scratch arena grows once per shape", "[context]") {
     ctx.release_scratch();
     CHECK(ctx.scratch_bytes() == 0);
   }
+}
+
+// The VmFlags of the mapping of /proc/self/smaps that holds p ("" where there is none).
+static std::string vm_flags_at(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+TEST_CASE("A scratch arena of 2 MiB or more starts on a 2 MiB boundary", "[context]") {
+  // ContextState::scratch (core/context.cpp): arenas of at least 2 MiB are aligned to 2 MiB and,
+  // on Linux, advised for transparent huge pages (MADV_HUGEPAGE: VmFlags "hg" in
+  // /proc/self/smaps; not read under qemu or valgrind, whose mappings are their own); smaller
+  // ones to 64 bytes.
+  attn::Context ctx;
+  REQUIRE(ctx.state() != nullptr);
+  void* p = nullptr;
+  REQUIRE(ctx.state()->scratch(100000, &p).ok());
+  CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  REQUIRE(ctx.state()->scratch(3 * kHuge / 2, &p).ok());
+  CHECK(reinterpret_cast<std::uintptr_t>(p) % kHuge == 0);
+  CHECK(ctx.scratch_bytes() >= 3 * kHuge / 2);
+#if defined(__linux__)
+  if (!attn_test::emulated()) {
+    const std::string flags = vm_flags_at(p);
+    INFO(flags);
+    CHECK(flags.find(" hg") != std::string::npos);
+  }
+#endif
+  void* again = nullptr;
+  REQUIRE(ctx.state()->scratch(kHuge, &again).ok());  // no larger: the same arena
+  CHECK(again == p);
 }
 
 TEST_CASE("View helpers lay out BHSD and BSHD memory", "[views]") {

@@ -21,7 +21,10 @@ struct ContextState;
 //
 // Memory: a call takes its scratch from the arena, growing it (one allocation) only when the
 // call needs more than any earlier call did. After the first call of a given shape and thread
-// count, calls of that shape make no heap allocation.
+// count, calls of that shape make no heap allocation. An arena of 2 MiB or more (a large product's
+// packed panels) starts on a 2 MiB boundary and, on Linux, is advised for transparent huge pages
+// (madvise MADV_HUGEPAGE; where /sys/kernel/mm/transparent_hugepage/defrag says so, the kernel
+// may compact memory for them in the call that grows the arena).
 //
 // ISA: the constructor picks best_isa(), or the ISA named by the environment variable ATTN_ISA
 // (scalar|sse2|avx2|avx512|neon). If ATTN_ISA names an unknown or unsupported ISA, init_status()
