@@ -19,13 +19,15 @@ Status ContextState::scratch(std::size_t bytes, void** out) noexcept {
   }
   const std::size_t rounded = ScratchCarver::rounded(bytes < 64 ? 64 : bytes);
   void* p = nullptr;
-  // No object exceeds PTRDIFF_MAX bytes: larger requests (saturated sizes) are refused outright.
   // Arenas of 2 MiB or more on 2 MiB boundaries, advised for transparent huge pages: the
   // packed GEMM's B panel (4 MiB at 2048^3) and A block then take a few TLB entries instead of
   // a thousand. Zen 4 (THP on madvise; AB_LIB_OFFSET=16 bench/ab-lib, 7-11 pairs, bit-identical):
   // 2048^3 0.972x, 0.992x, 0.990x, 0.969x the time, 1024^3 0.983x, two threads 2048^3 0.991x.
+  // Arenas from 1 MiB rounded up to whole huge pages as well: 512^3 0.995x, 768^3 0.993x, 2048^3
+  // 1.009x (level; not taken).
   constexpr std::size_t kHuge = std::size_t{2} << 20;
   const std::size_t align = rounded >= kHuge ? kHuge : ScratchCarver::kAlign;
+  // No object exceeds PTRDIFF_MAX bytes: larger requests (saturated sizes) are refused outright.
   if (rounded > static_cast<std::size_t>(PTRDIFF_MAX) || posix_memalign(&p, align, rounded) != 0) {
     return Status::Error(StatusCode::out_of_memory, "attn: could not allocate %zu bytes of scratch",
                          bytes);
