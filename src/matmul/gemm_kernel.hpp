@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "matmul/l1_alias.hpp"
 #include "matmul/l2_prefetch.hpp"
 #include "simd/simd.hpp"
 
@@ -350,8 +351,10 @@ inline void direct_row_ptrs(const float* a, std::size_t lda, std::size_t m,
 // With PF > 0, each k step p also prefetches (into L1) the lines of B's row p + PF that the tile
 // will read: B's rows lie a whole row apart, a stride the hardware prefetchers do not follow
 // across pages, so a B in L3 or memory would otherwise arrive one miss at a time. Addresses past
-// the matrix are computed as integers (a prefetch does not fault).
-template <int MR, int NV, std::size_t PF = 0>
+// the matrix are computed as integers (a prefetch does not fault). PF_FAR steps instead of PF
+// where B's rows do not share L1 sets (matmul/l1_alias.hpp), whose lines a longer distance
+// would evict before their step.
+template <int MR, int NV, std::size_t PF = 0, std::size_t PF_FAR = PF>
 struct gemm_direct_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* a, std::size_t lda, const float* b,
@@ -371,13 +374,14 @@ struct gemm_direct_kernel {
       const std::size_t c0 = static_cast<std::size_t>(j) * L;
       width[j] = c0 < n ? (n - c0 < L ? n - c0 : L) : 0;
     }
+    [[maybe_unused]] const std::size_t ahead_bytes =
+        (PF_FAR != PF && !rows_share_l1_sets(ldb) ? PF_FAR : PF) * ldb * sizeof(float);
     // `full` is a std::bool_constant: whole-vector loads, or masked loads of an edge panel.
     const auto step = [&](std::size_t p, auto full) {
       const float* bp = b + p * ldb;
       if constexpr (PF > 0) {
         constexpr std::size_t kLine = 64, kBytes = NR * sizeof(float);
-        const std::uintptr_t ahead =
-            reinterpret_cast<std::uintptr_t>(bp) + PF * ldb * sizeof(float);
+        const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(bp) + ahead_bytes;
 #pragma GCC unroll 8
         for (std::size_t l = 0; l < kBytes; l += kLine)
           __builtin_prefetch(reinterpret_cast<const void*>(ahead + l), 0, 3);

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "matmul/l1_alias.hpp"
 #include "simd/simd.hpp"
 
 namespace attn::detail {
@@ -113,13 +114,11 @@ void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const f
   // stored once per U rows instead of 4, and U rows of B stream at once (Zen 4, AB_LIB_OFFSET=16
   // bench/ab-lib, 9-15 pairs: 1 x 2304 x 768 0.825-0.885x the time, 1 x 768 x 3072
   // 0.886-0.907x, 1 x 1000 x 1000 0.952x, 1 x 2304 x 771 0.866x; AVX2 0.850x and 0.852x; two
-  // threads 0.937-1.057x; B within L2, 1 x 256 x 768, 1.005-1.054x). Not where B's rows lie a
-  // multiple of kAliasFloats apart: a pass's U lines of B then share one or two sets of a 4 KiB-way
-  // L1 (Zen 4, Zen 5, Intel's) with the sums' line, which they evict (1 x 1024 x 1024 took 1.47x
-  // the time, 1 x 2048 x 1024 1.23x; with this rule 1.021x and level).
+  // threads 0.937-1.057x; B within L2, 1 x 256 x 768, 1.005-1.054x). Not where B's rows share
+  // L1 sets (matmul/l1_alias.hpp): a pass's U lines of B then evict the sums' line from its set
+  // (1 x 1024 x 1024 took 1.47x the time, 1 x 2048 x 1024 1.23x; with this rule 1.021x and level).
   constexpr int U = R == 1 && L >= 8 ? static_cast<int>(L) : U4;
-  constexpr std::size_t kAliasFloats = 2048 / sizeof(float);
-  const bool wide_passes = U > U4 && ldb % kAliasFloats != 0;
+  const bool wide_passes = U > U4 && !rows_share_l1_sets(ldb);
   const V va(alpha), vb(beta);
   // Where all of B's rows start the same number of floats past a vector boundary (ldb a whole
   // number of vectors), the first block's sums start that many floats into acc (a vector
