@@ -270,6 +270,16 @@ TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul
       {6, 2100, 300, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1},
   };
   run_across_threads(cases, {1, 2, 3}, 37);
+  // The one-row cases of the 16/8-row passes take GemmPath::rows on every SIMD ISA.
+  for (attn::Isa isa : attn_test::test_isas()) {
+    const attn::detail::Kernels& kern = *attn::detail::kernels_for(isa);
+    if (kern.gemm_rows == nullptr) continue;
+    for (const Case& cs : {cases[6], cases[7], cases[8]}) {
+      INFO(attn::isa_name(isa) << " " << cs.m << " x " << cs.n << " x " << cs.k);
+      CHECK(attn::detail::gemm_path(kern, {cs.m, cs.n, cs.k}, {nullptr, cs.k, 1},
+                                    {nullptr, cs.n + cs.pad, 1}) == attn::detail::GemmPath::rows);
+    }
+  }
 }
 
 TEST_CASE("matmul: the rows kernel's B off a vector boundary", "[matmul]") {

@@ -118,7 +118,7 @@ void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const f
   // L1 sets (matmul/l1_alias.hpp): a pass's U lines of B then evict the sums' line from its set
   // (1 x 1024 x 1024 took 1.47x the time, 1 x 2048 x 1024 1.23x; with this rule 1.021x and level).
   constexpr int U = R == 1 && L >= 8 ? static_cast<int>(L) : U4;
-  const bool wide_passes = U > U4 && !rows_share_l1_sets(ldb);
+  [[maybe_unused]] const bool wide_passes = U > U4 && !rows_share_l1_sets(ldb);
   const V va(alpha), vb(beta);
   // Where all of B's rows start the same number of floats past a vector boundary (ldb a whole
   // number of vectors), the first block's sums start that many floats into acc (a vector
