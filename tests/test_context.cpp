@@ -229,7 +229,7 @@ TEST_CASE("A scratch arena of 2 MiB or more starts on a 2 MiB boundary", "[conte
   void* p = nullptr;
   REQUIRE(ctx.state()->scratch(100000, &p).ok());
   CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
-  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  constexpr std::size_t kHuge = attn::detail::ContextState::kHugePageBytes;
   REQUIRE(ctx.state()->scratch(3 * kHuge / 2, &p).ok());
   CHECK(reinterpret_cast<std::uintptr_t>(p) % kHuge == 0);
   CHECK(ctx.scratch_bytes() >= 3 * kHuge / 2);

@@ -25,7 +25,7 @@ Status ContextState::scratch(std::size_t bytes, void** out) noexcept {
   // 2048^3 0.972x, 0.992x, 0.990x, 0.969x the time, 1024^3 0.983x, two threads 2048^3 0.991x.
   // Arenas from 1 MiB rounded up to whole huge pages as well: 512^3 0.995x, 768^3 0.993x, 2048^3
   // 1.009x (level; not taken).
-  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  constexpr std::size_t kHuge = kHugePageBytes;
   const std::size_t align = rounded >= kHuge ? kHuge : ScratchCarver::kAlign;
   // No object exceeds PTRDIFF_MAX bytes: larger requests (saturated sizes) are refused outright.
   if (rounded > static_cast<std::size_t>(PTRDIFF_MAX) || posix_memalign(&p, align, rounded) != 0) {
