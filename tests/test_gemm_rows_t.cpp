@@ -14,11 +14,13 @@
 #include "support/test_support.hpp"
 
 TEST_CASE("gemm_rows_t_prefetch writes gemm_rows_t's bits", "[matmul]") {
-  // Every row count (1 to gemm_rows_t_max: 4, 2 or 1 accumulators per row); k of 1 (a partial
-  // vector alone), 7, 64 (whole vectors), 137 and 1100 (rows of B^T over 4 KiB: the prefetch runs
-  // ahead within one row and into the next); n of 5 and 33 (a partial group of outputs) and 70;
-  // row strides past the rows; alpha 1 with beta 0 (over NaN in C), alpha and beta other than
-  // 0 and 1 with a bias.
+  // Every row count (1 to gemm_rows_t_max: one row in groups of up to 8 rows of B^T, one
+  // accumulator per output; 2 rows 2 accumulators per row, more 1); k of 1 (a partial vector
+  // alone), 7, 64 (whole vectors), 137 and 1100 (rows of B^T over 4 KiB: the prefetch runs ahead
+  // within one row and into the next); n of 5, 15 and 33 (a partial vector of outputs: for one
+  // row groups of 4 and 1, of 8 or 4, 2 and 1, and of 1), 16 (whole vectors only), 24 (AVX-512: a
+  // whole vector, then a whole group of 8) and 70; row strides past the rows; alpha 1 with beta 0
+  // (over NaN in C), alpha and beta other than 0 and 1 with a bias.
   struct Mode {
     float alpha, beta;
     bool bias;
@@ -33,7 +35,7 @@ TEST_CASE("gemm_rows_t_prefetch writes gemm_rows_t's bits", "[matmul]") {
     REQUIRE(kern->gemm_rows_t_prefetch != nullptr);
     ran = true;
     for (std::size_t m = 1; m <= kern->gemm_rows_t_max; ++m) {
-      for (std::size_t n : {5, 33, 70}) {
+      for (std::size_t n : {5, 15, 16, 24, 33, 70}) {
         for (std::size_t k : {1, 7, 64, 137, 1100}) {
           for (const Mode& md : modes) {
             INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k

@@ -234,17 +234,17 @@ TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul
   // and 3 single rows), 331; n not a multiple of any vector (33, 2100, 4250), and over one block (m
   // = 1: 9000 columns, 3 blocks of about 3000 on one thread; m = 4: 4250, 5 of about 850); every
   // row count; one row with k = 55 and 1030 (passes of 16 or 8 rows, then of 4, then single
-  // rows), and with ldb = 1024 (passes of 4 and single rows only). With B^T (the last nine; a
+  // rows), and with ldb = 1024 (passes of 4 and single rows only). With B^T (the last ten; a
   // stride past the row, so that k = 1 is a B^T too), each output is a dot product of a row of A
-  // and a row of B^T in 4 (1 row), 2 (2 rows) or 1 vector accumulators, a last partial vector, one
-  // vector's worth of outputs summed at once: k of 1 (the partial vector alone), 7, 64 (whole
-  // vectors), 137, 167, 300, 600 and 1030; n of 33 (a partial group of outputs), 70, 100, 1100,
-  // 2100, 4250; 5 to 8 rows (Kernels::gemm_rows_t_max) where B^T is over half of L2 and A's rows
-  // fit in two thirds of L1 (the last three: B^T 1.15, 1.32 and 2.5 MB, the last over half of the
-  // emulators' 4 MiB L2 too). Alpha 1 with beta 0, alpha and beta other than 0 and 1; strides past
-  // the row; threads 1, 2 and 3 bit-identical (gemm runs one thread below 2 MFLOP: 9000 x 7 does
-  // not, 4250 x 70, 2100 x 331 and the B^T cases of 167-1030 do). The scalar ISA and A^T take other
-  // paths.
+  // and a row of B^T in 1 vector accumulator (1 row, up to 8 rows of B^T at once), 2 (2 rows) or 1,
+  // a last partial vector, one vector's worth of outputs summed at once: k of 1 (the partial
+  // vector alone), 7, 64 (whole vectors), 137, 167, 300, 600 and 1030; n of 33 (a partial group of
+  // outputs), 70, 100, 1100, 2063 (one row: a last group of 15 outputs), 2100, 4250; 5 to 8 rows
+  // (Kernels::gemm_rows_t_max) where B^T is over half of L2 and A's rows fit in two thirds of L1
+  // (the last three: B^T 1.15, 1.32 and 2.5 MB, the last over half of the emulators' 4 MiB L2 too).
+  // Alpha 1 with beta 0, alpha and beta other than 0 and 1; strides past the row; threads 1, 2 and
+  // 3 bit-identical (gemm runs one thread below 2 MFLOP: 9000 x 7 does not, 4250 x 70, 2100 x 331
+  // and the B^T cases of 167-1030 do). The scalar ISA and A^T take other paths.
   const Case cases[] = {
       {1, 9000, 7, Transpose::no, Transpose::no, 1.0f, 0.0f, 0},
       {2, 33, 1, Transpose::no, Transpose::no, -0.5f, 1.0f, 3},
@@ -260,6 +260,7 @@ TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul
       {7, 4250, 70, Transpose::no, Transpose::no, 2.0f, -0.5f, 1},
       {8, 1030, 303, Transpose::no, Transpose::no, 1.0f, 1.0f, 3},
       {1, 2100, 1030, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
+      {1, 2063, 300, Transpose::no, Transpose::yes, -0.5f, 1.0f, 2},
       {2, 33, 7, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
       {3, 4250, 167, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1},
       {2, 2100, 600, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},

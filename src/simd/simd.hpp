@@ -92,19 +92,38 @@ inline float reduce_add(vfloat<A> v) {
 #endif
 }
 
-// Lane i of the result is the horizontal sum of v[i], for lanes<A> vectors. xsimd 8.1's haddp
-// does this on SSE, AVX and NEON; its AVX-512 version returns the sums with lanes 2-3 swapped
-// with 4-5 and 10-11 with 12-13 (verified against 8.1.0, and newer xsimd has the same code), so
-// the input is permuted by that involution first. The [direct] attention tests fail on avx512 if
-// the lane order is wrong (checked by removing the permutation).
+// Lane i of sum_each_slotted(v) is the horizontal sum of v[sum_each_slot(i)], for lanes<A>
+// vectors: xsimd 8.1's haddp, which on SSE, AVX and NEON sums v[i] into lane i, but on AVX-512
+// returns the sums with lanes 2-3 swapped with 4-5 and 10-11 with 12-13 (verified against 8.1.0,
+// and newer xsimd has the same code). sum_each_slot is that involution (the identity elsewhere):
+// a kernel that writes the vector for output i to slot sum_each_slot(i) needs no permuted copy.
+template <class A>
+constexpr std::size_t sum_each_slot(std::size_t i) {
+#if defined(__AVX512F__)
+  return (i & ~std::size_t{6}) | ((i & 2) << 1) | ((i & 4) >> 1);
+#else
+  return i;
+#endif
+}
+
+template <class A>
+inline vfloat<A> sum_each_slotted(const vfloat<A>* v) {
+  return xsimd::haddp(v);
+}
+
+// Lane i of the result is the horizontal sum of v[i], for lanes<A> vectors (the input permuted
+// into sum_each_slotted's slots on AVX-512). The [direct] attention tests fail on avx512 if the
+// lane order is wrong (checked by removing the permutation).
 template <class A>
 inline vfloat<A> sum_each(const vfloat<A>* v) {
 #if defined(__AVX512F__)
-  const vfloat<A> p[16] = {v[0], v[1], v[4],  v[5],  v[2],  v[3],  v[6],  v[7],
-                           v[8], v[9], v[12], v[13], v[10], v[11], v[14], v[15]};
-  return xsimd::haddp(p);
+  vfloat<A> p[16];
+#pragma GCC unroll 16
+  for (std::size_t i = 0; i < 16; ++i)
+    p[sum_each_slot<A>(i)] = v[i];
+  return sum_each_slotted<A>(p);
 #else
-  return xsimd::haddp(v);
+  return sum_each_slotted<A>(v);
 #endif
 }
 

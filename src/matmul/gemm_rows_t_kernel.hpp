@@ -1,0 +1,234 @@
+// The rows kernel against op(B) = B^T (Kernels::gemm_rows_t, GemmPath::rows in matmul/gemm.cpp):
+// B^T given as n rows of k contiguous floats (row stride ldbt), as a weight matrix stored
+// [out, in] (PyTorch's Linear) is. Each C[i][j] is the dot product of A's row i and B^T's row j,
+// read in memory order, so B is read once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "simd/simd.hpp"
+
+namespace attn::detail {
+namespace ATTN_ISA_NS {
+
+// With kPrefetch, B^T is prefetched kPrefetchBytes ahead of the loads (addresses past the matrix
+// are computed as integers: a prefetch does not fault); the sums are the same either way
+// (CpuInfo::rows_t_prefetch says where it pays).
+constexpr std::uintptr_t kPrefetchBytes = 4096;
+
+// One row of A against G consecutive rows of B^T: one accumulator per dot product, vector after
+// vector of k, A's vector loaded once for the G rows. The last partial vector multiplies zero
+// fills (A) by -0 fills (B), whose -0 products leave the sums as they were, so a sum of -0
+// products stays -0. Each dot product's sum does not depend on G.
+template <class A, int G, bool kPrefetch>
+inline void rows_t_group(std::size_t k, const float* a, const float* bt, std::size_t ldbt,
+                         vfloat<A> (&dots)[G]) {
+  using V = vfloat<A>;
+  constexpr std::size_t L = lanes<A>;
+  V acc[G];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+    acc[g] = V(-0.0f);
+  std::size_t p = 0;
+  for (; p + L <= k; p += L) {
+    const V av = V::load_unaligned(a + p);
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      const float* bp = bt + static_cast<std::size_t>(g) * ldbt + p;
+      if constexpr (kPrefetch) {
+        __builtin_prefetch(
+            reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(bp) + kPrefetchBytes), 0,
+            3);
+      }
+      acc[g] = fmadd<A>(av, V::load_unaligned(bp), acc[g]);
+    }
+  }
+  if (p < k) {
+    const std::size_t t = k - p;
+    const V av = load_n<A>(a + p, t, 0.0f);
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      const V bv = load_n<A>(bt + static_cast<std::size_t>(g) * ldbt + p, t, -0.0f);
+      acc[g] = fmadd<A>(av, bv, acc[g]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+    dots[g] = acc[g];
+}
+
+// Rows j0 + jj .. of B^T in one group of G, each dot product written to its sum_each slot.
+template <class A, int G, bool kPrefetch>
+inline void rows_t_group_to_slots(std::size_t k, const float* a, const float* bt, std::size_t ldbt,
+                                  std::size_t jj, vfloat<A>* dots) {
+  vfloat<A> part[G];
+  rows_t_group<A, G, kPrefetch>(k, a, bt + jj * ldbt, ldbt, part);
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+    dots[sum_each_slot<A>(jj + static_cast<std::size_t>(g))] = part[g];
+}
+
+// A whole vector of outputs (lanes<A> rows of B^T) in groups of G, the group offsets constants so
+// that the dot products can stay in registers until sum_each_slotted.
+template <class A, int G, bool kPrefetch, std::size_t... Q>
+inline void rows_t_block(std::size_t k, const float* a, const float* bt, std::size_t ldbt,
+                         vfloat<A>* dots, std::index_sequence<Q...>) {
+  (rows_t_group_to_slots<A, G, kPrefetch>(k, a, bt, ldbt, Q * G, dots), ...);
+}
+
+// One row of A (GemmPath::rows' decoding step): the dot products in groups of up to 8 rows of
+// B^T (kRowsTGroup; fewer where a vector holds fewer lanes, and 4, 2, 1 for the last ones), then
+// the lanes of one vector's worth of outputs at once (sum_each), then alpha, bias and beta.
+// Until 2026-12-04 each dot product ran alone in 4 accumulators (vector v of k into v % 4): at
+// 1 x 2304 x 768 every vector of B^T 16 bytes past a line then cost two loads, and A's vector was
+// loaded again for each row of B^T. Zen 4, AVX-512, bench/ab-lib (AB_LIB_OFFSET=16, 11 pairs;
+// the sums differ) against that: 1 x 2304 x 768 0.888x the time (two threads 0.887x; B^T on a
+// line 0.968x), 1 x 768 x 3072 0.949x, 1 x 3000 x 1000 0.864x, 1 x 2048 x 2048 0.801x, 1 x 4096
+// x 1024 0.905x, 1 x 1024 x 1024 0.980x; AVX2 1 x 2304 x 768 0.950x, SSE2 0.984x. Groups of 4
+// took 1.033x the time of groups of 8, groups of 16 1.396x (16 streams of B^T). Writing each
+// dot product straight to its sum_each slot (no copy of the vector of outputs through memory)
+// alone took 0.959x the time. Not measured on Intel (where the prefetch runs) nor NEON.
+constexpr int kRowsTGroup = 8;
+
+template <class A, bool kPrefetch>
+void gemm_rows_t_one(std::size_t k, const float* a, const float* bt, std::size_t ldbt, float* c,
+                     float alpha, float beta, std::size_t n, const float* bias) {
+  using V = vfloat<A>;
+  constexpr std::size_t L = lanes<A>;
+  constexpr int G = static_cast<int>(L) < kRowsTGroup ? static_cast<int>(L) : kRowsTGroup;
+  static_assert(L % G == 0, "whole groups in a vector of outputs");
+  const V va(alpha), vb(beta);
+  std::size_t j0 = 0;
+  for (; j0 + L <= n; j0 += L) {
+    V dots[L];
+    rows_t_block<A, G, kPrefetch>(k, a, bt + j0 * ldbt, ldbt, dots,
+                                  std::make_index_sequence<L / G>{});
+    const V add = bias == nullptr ? V(-0.0f) : V::load_unaligned(bias + j0);
+    V r = fmadd<A>(va, sum_each_slotted<A>(dots), add);
+    if (beta != 0.0f) r = fmadd<A>(vb, V::load_unaligned(c + j0), r);
+    r.store_unaligned(c + j0);
+  }
+  if (j0 == n) return;
+  const std::size_t nj = n - j0;
+  const float* bt0 = bt + j0 * ldbt;
+  V dots[L];
+  std::size_t jj = 0;
+  for (; jj + G <= nj; jj += G)
+    rows_t_group_to_slots<A, G, kPrefetch>(k, a, bt0, ldbt, jj, dots);
+  if constexpr (G > 4) {
+    if (jj + 4 <= nj) {
+      rows_t_group_to_slots<A, 4, kPrefetch>(k, a, bt0, ldbt, jj, dots);
+      jj += 4;
+    }
+  }
+  if constexpr (G > 2) {
+    if (jj + 2 <= nj) {
+      rows_t_group_to_slots<A, 2, kPrefetch>(k, a, bt0, ldbt, jj, dots);
+      jj += 2;
+    }
+  }
+  if (jj < nj) {
+    rows_t_group_to_slots<A, 1, kPrefetch>(k, a, bt0, ldbt, jj, dots);
+    ++jj;
+  }
+  for (; jj < L; ++jj)
+    dots[sum_each_slot<A>(jj)] = V(-0.0f);
+  const V add = bias == nullptr ? V(-0.0f) : load_n<A>(bias + j0, nj, 0.0f);
+  V r = fmadd<A>(va, sum_each_slotted<A>(dots), add);
+  if (beta != 0.0f) r = fmadd<A>(vb, load_n<A>(c + j0, nj, 0.0f), r);
+  store_n<A>(c + j0, nj, r);
+}
+
+// 2 to Kernels::gemm_rows_t_max rows of A, row by row of B^T: the products into CH vector
+// accumulators per row of A (vector v of the row into accumulator v % CH), summed (0 + 1), then
+// the lanes of one vector's worth of outputs at once (sum_each), the last partial vector as
+// rows_t_group's. Then alpha, bias and beta.
+template <class A, int R, bool kPrefetch>
+void gemm_rows_t_many(std::size_t k, const float* a, std::size_t lda, const float* bt,
+                      std::size_t ldbt, float* c, std::size_t ldc, float alpha, float beta,
+                      std::size_t n, const float* bias) {
+  using V = vfloat<A>;
+  constexpr std::size_t L = lanes<A>;
+  constexpr int CH = R == 2 ? 2 : 1;  // independent FMA chains per row
+  const V va(alpha), vb(beta);
+  for (std::size_t j0 = 0; j0 < n; j0 += L) {
+    const std::size_t nj = n - j0 < L ? n - j0 : L;
+    V dots[R][L];
+    for (std::size_t jj = 0; jj < L; ++jj) {
+      if (jj >= nj) {
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i)
+          dots[i][jj] = V(-0.0f);
+        continue;
+      }
+      const float* bj = bt + (j0 + jj) * ldbt;
+      V acc[R][CH];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 4
+        for (int h = 0; h < CH; ++h)
+          acc[i][h] = V(-0.0f);
+      }
+      std::size_t p = 0;
+      const std::uintptr_t row = reinterpret_cast<std::uintptr_t>(bj);
+      std::uintptr_t fetched = row + kPrefetchBytes;  // lines before it have been prefetched
+      for (; p + CH * L <= k; p += CH * L) {
+        if constexpr (kPrefetch) {
+          for (; fetched < row + (p + CH * L) * sizeof(float) + kPrefetchBytes; fetched += 64)
+            __builtin_prefetch(reinterpret_cast<const void*>(fetched), 0, 3);
+        }
+#pragma GCC unroll 4
+        for (int h = 0; h < CH; ++h) {
+          const V bv = V::load_unaligned(bj + p + static_cast<std::size_t>(h) * L);
+#pragma GCC unroll 8
+          for (int i = 0; i < R; ++i) {
+            const float* ai = a + static_cast<std::size_t>(i) * lda + p + h * L;
+            acc[i][h] = fmadd<A>(V::load_unaligned(ai), bv, acc[i][h]);
+          }
+        }
+      }
+      for (int h = 0; p < k; p += L, h = (h + 1) % CH) {
+        const std::size_t t = k - p < L ? k - p : L;
+        const V bv = load_n<A>(bj + p, t, -0.0f);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) {
+          const V av = load_n<A>(a + static_cast<std::size_t>(i) * lda + p, t, 0.0f);
+          acc[i][h] = fmadd<A>(av, bv, acc[i][h]);
+        }
+      }
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) {
+        if constexpr (CH == 2) {
+          dots[i][jj] = acc[i][0] + acc[i][1];
+        } else {
+          dots[i][jj] = acc[i][0];
+        }
+      }
+    }
+    const V add = bias == nullptr ? V(-0.0f) : load_n<A>(bias + j0, nj, 0.0f);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      float* row = c + static_cast<std::size_t>(i) * ldc + j0;
+      V r = fmadd<A>(va, sum_each<A>(dots[i]), add);
+      if (beta != 0.0f) r = fmadd<A>(vb, load_n<A>(row, nj, 0.0f), r);
+      store_n<A>(row, nj, r);
+    }
+  }
+}
+
+// R rows of A (1 to Kernels::gemm_rows_t_max) against B^T: gemm_rows_t_one or gemm_rows_t_many.
+template <class A, int R, bool kPrefetch>
+void gemm_rows_t_kernel(A, std::size_t k, const float* a, std::size_t lda, const float* bt,
+                        std::size_t ldbt, float* c, std::size_t ldc, float alpha, float beta,
+                        std::size_t n, const float* bias) {
+  if constexpr (R == 1) {
+    gemm_rows_t_one<A, kPrefetch>(k, a, bt, ldbt, c, alpha, beta, n, bias);
+  } else {
+    gemm_rows_t_many<A, R, kPrefetch>(k, a, lda, bt, ldbt, c, ldc, alpha, beta, n, bias);
+  }
+}
+
+}  // namespace ATTN_ISA_NS
+}  // namespace attn::detail
