@@ -39,7 +39,9 @@ struct CpuInfo {
   // Zen 4 (EPYC, family 25 model 17, 32 KiB L1d, 1 MiB L2) no: without over with (bench/ab-lib,
   // AB_LIB_OFFSET=16, 11-15 pairs, bit-identical) AVX-512 1 x 2304 x 768 0.918-0.939x (two
   // threads 0.908x), 4 rows 0.923x, 8 rows 0.990x, 1 x 768 x 3072 0.800x; AVX2 1 row 0.725x,
-  // SSE2 0.880x. Zen 5 not measured, taken to be alike; others keep the prefetch.
+  // SSE2 0.880x; with the one-row kernel's groups of 8 rows of B^T (matmul/gemm_rows_t_kernel.hpp)
+  // 1 x 2304 x 768 with the prefetch 1.129x the time. Zen 5 not measured, taken to be alike;
+  // others keep the prefetch (Intel not measured with the groups of 8).
   bool rows_t_prefetch = true;
   // Whether decoding's scores kernel prefetches the V rows P * V reads next into L1
   // (DirectPrefetch::v, attention/attention_fused.cpp; the K prefetch stays everywhere; where
