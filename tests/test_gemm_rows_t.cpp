@@ -17,8 +17,9 @@ TEST_CASE("gemm_rows_t_prefetch writes gemm_rows_t's bits", "[matmul]") {
   // Every row count (1 to gemm_rows_t_max: one row in groups of up to 8 rows of B^T, one
   // accumulator per output; 2 rows 2 accumulators per row, more 1); k of 1 (a partial vector
   // alone), 7, 64 (whole vectors), 137 and 1100 (rows of B^T over 4 KiB: the prefetch runs ahead
-  // within one row and into the next); n of 5, 15 and 33 (a partial vector of outputs: for one
-  // row groups of 4 and 1, of 8 or 4, 2 and 1, and of 1), 16 (whole vectors only), 24 (AVX-512: a
+  // within one row and into the next); n of 5, 15 and 33 (a partial vector of outputs; for one
+  // row on 16 or 8 lanes groups of 4 and 1, of 8 or 4, 2 and 1, and of 1; on 4 lanes n = 15 and
+  // 70 end in groups of 2 and 1, 5 and 33 in one of 1), 16 (whole vectors only), 24 (AVX-512: a
   // whole vector, then a whole group of 8) and 70; row strides past the rows; alpha 1 with beta 0
   // (over NaN in C), alpha and beta other than 0 and 1 with a bias.
   struct Mode {

@@ -260,7 +260,7 @@ TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul
       {7, 4250, 70, Transpose::no, Transpose::no, 2.0f, -0.5f, 1},
       {8, 1030, 303, Transpose::no, Transpose::no, 1.0f, 1.0f, 3},
       {1, 2100, 1030, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
-      {1, 2063, 300, Transpose::no, Transpose::yes, -0.5f, 1.0f, 2},
+      {1, 2063, 600, Transpose::no, Transpose::yes, -0.5f, 1.0f, 2},
       {2, 33, 7, Transpose::no, Transpose::yes, -0.5f, 1.0f, 3},
       {3, 4250, 167, Transpose::no, Transpose::yes, 2.0f, -0.5f, 1},
       {2, 2100, 600, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},

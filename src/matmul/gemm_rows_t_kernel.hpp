@@ -37,10 +37,13 @@ inline void rows_t_group(std::size_t k, const float* a, const float* bt, std::si
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
       const float* bp = bt + static_cast<std::size_t>(g) * ldbt + p;
+      // One prefetch per 64 bytes of the row (every step for 16 lanes, every 2nd or 4th for 8
+      // or 4): each line gets one of the addresses 64 bytes apart.
       if constexpr (kPrefetch) {
-        __builtin_prefetch(
-            reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(bp) + kPrefetchBytes), 0,
-            3);
+        if (L * sizeof(float) >= 64 || p % (64 / sizeof(float)) == 0) {
+          const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(bp) + kPrefetchBytes;
+          __builtin_prefetch(reinterpret_cast<const void*>(ahead), 0, 3);
+        }
       }
       acc[g] = fmadd<A>(av, V::load_unaligned(bp), acc[g]);
     }
