@@ -81,6 +81,26 @@ inline void rows_t_block(std::size_t k, const float* a, const float* bt, std::si
   (rows_t_group_to_slots<A, G, kPrefetch>(k, a, bt, ldbt, Q * G, dots), ...);
 }
 
+// Rows jj.. of B^T up to nj in groups of G, then of G / 2, ..., 1 for what is left.
+template <class A, int G, bool kPrefetch>
+inline void rows_t_groups_down(std::size_t k, const float* a, const float* bt, std::size_t ldbt,
+                               std::size_t nj, std::size_t& jj, vfloat<A>* dots) {
+  for (; jj + G <= nj; jj += G)
+    rows_t_group_to_slots<A, G, kPrefetch>(k, a, bt, ldbt, jj, dots);
+  if constexpr (G > 1) rows_t_groups_down<A, G / 2, kPrefetch>(k, a, bt, ldbt, nj, jj, dots);
+}
+
+// C's nj <= lanes<A> outputs from j0 on: alpha * sums + bias (beta * C added where beta != 0).
+template <class A>
+inline void rows_t_store(vfloat<A> sums, vfloat<A> va, vfloat<A> vb, float beta, const float* bias,
+                         float* c, std::size_t j0, std::size_t nj) {
+  using V = vfloat<A>;
+  const V add = bias == nullptr ? V(-0.0f) : load_n<A>(bias + j0, nj, 0.0f);
+  V r = fmadd<A>(va, sums, add);
+  if (beta != 0.0f) r = fmadd<A>(vb, load_n<A>(c + j0, nj, 0.0f), r);
+  store_n<A>(c + j0, nj, r);
+}
+
 // One row of A (GemmPath::rows' decoding step): the dot products in groups of up to 8 rows of
 // B^T (kRowsTGroup; fewer where a vector holds fewer lanes, and 4, 2, 1 for the last ones), then
 // the lanes of one vector's worth of outputs at once (sum_each), then alpha, bias and beta.
@@ -108,40 +128,17 @@ void gemm_rows_t_one(std::size_t k, const float* a, const float* bt, std::size_t
     V dots[L];
     rows_t_block<A, G, kPrefetch>(k, a, bt + j0 * ldbt, ldbt, dots,
                                   std::make_index_sequence<L / G>{});
-    const V add = bias == nullptr ? V(-0.0f) : V::load_unaligned(bias + j0);
-    V r = fmadd<A>(va, sum_each_slotted<A>(dots), add);
-    if (beta != 0.0f) r = fmadd<A>(vb, V::load_unaligned(c + j0), r);
-    r.store_unaligned(c + j0);
+    rows_t_store<A>(sum_each_slotted<A>(dots), va, vb, beta, bias, c, j0, L);
   }
   if (j0 == n) return;
   const std::size_t nj = n - j0;
   const float* bt0 = bt + j0 * ldbt;
   V dots[L];
   std::size_t jj = 0;
-  for (; jj + G <= nj; jj += G)
-    rows_t_group_to_slots<A, G, kPrefetch>(k, a, bt0, ldbt, jj, dots);
-  if constexpr (G > 4) {
-    if (jj + 4 <= nj) {
-      rows_t_group_to_slots<A, 4, kPrefetch>(k, a, bt0, ldbt, jj, dots);
-      jj += 4;
-    }
-  }
-  if constexpr (G > 2) {
-    if (jj + 2 <= nj) {
-      rows_t_group_to_slots<A, 2, kPrefetch>(k, a, bt0, ldbt, jj, dots);
-      jj += 2;
-    }
-  }
-  if (jj < nj) {
-    rows_t_group_to_slots<A, 1, kPrefetch>(k, a, bt0, ldbt, jj, dots);
-    ++jj;
-  }
+  rows_t_groups_down<A, G, kPrefetch>(k, a, bt0, ldbt, nj, jj, dots);
   for (; jj < L; ++jj)
     dots[sum_each_slot<A>(jj)] = V(-0.0f);
-  const V add = bias == nullptr ? V(-0.0f) : load_n<A>(bias + j0, nj, 0.0f);
-  V r = fmadd<A>(va, sum_each_slotted<A>(dots), add);
-  if (beta != 0.0f) r = fmadd<A>(vb, load_n<A>(c + j0, nj, 0.0f), r);
-  store_n<A>(c + j0, nj, r);
+  rows_t_store<A>(sum_each_slotted<A>(dots), va, vb, beta, bias, c, j0, nj);
 }
 
 // 2 to Kernels::gemm_rows_t_max rows of A, row by row of B^T: the products into CH vector
@@ -210,14 +207,10 @@ void gemm_rows_t_many(std::size_t k, const float* a, std::size_t lda, const floa
         }
       }
     }
-    const V add = bias == nullptr ? V(-0.0f) : load_n<A>(bias + j0, nj, 0.0f);
 #pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) {
-      float* row = c + static_cast<std::size_t>(i) * ldc + j0;
-      V r = fmadd<A>(va, sum_each<A>(dots[i]), add);
-      if (beta != 0.0f) r = fmadd<A>(vb, load_n<A>(row, nj, 0.0f), r);
-      store_n<A>(row, nj, r);
-    }
+    for (int i = 0; i < R; ++i)
+      rows_t_store<A>(sum_each<A>(dots[i]), va, vb, beta, bias,
+                      c + static_cast<std::size_t>(i) * ldc, j0, nj);
   }
 }
 
