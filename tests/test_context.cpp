@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/context_state.hpp"
+#include "core/large_alloc.hpp"
 #include "support/test_support.hpp"
 
 using attn::Isa;
@@ -219,20 +220,12 @@ static std::string vm_flags_at(const void* p) {
 }
 #endif
 
-TEST_CASE("A scratch arena of 2 MiB or more starts on a 2 MiB boundary", "[context]") {
-  // ContextState::scratch (core/context.cpp): arenas of at least 2 MiB are aligned to 2 MiB and,
-  // on Linux, advised for transparent huge pages (MADV_HUGEPAGE: VmFlags "hg" in
-  // /proc/self/smaps; not read under qemu or valgrind, whose mappings are their own, nor where
-  // the kernel has no transparent huge pages or smaps no VmFlags); smaller ones to 64 bytes.
-  attn::Context ctx;
-  REQUIRE(ctx.state() != nullptr);
-  void* p = nullptr;
-  REQUIRE(ctx.state()->scratch(100000, &p).ok());
-  CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
-  constexpr std::size_t kHuge = attn::detail::ContextState::kHugePageBytes;
-  REQUIRE(ctx.state()->scratch(3 * kHuge / 2, &p).ok());
-  CHECK(reinterpret_cast<std::uintptr_t>(p) % kHuge == 0);
-  CHECK(ctx.scratch_bytes() >= 3 * kHuge / 2);
+// Where a block of at least 2 MiB lies (alloc_large in core/large_alloc.hpp): on a 2 MiB boundary
+// and, on Linux, advised for transparent huge pages (MADV_HUGEPAGE: VmFlags "hg" in
+// /proc/self/smaps; not read under qemu or valgrind, whose mappings are their own, nor where the
+// kernel has no transparent huge pages or smaps no VmFlags).
+static void check_huge_block(const void* p) {
+  CHECK(reinterpret_cast<std::uintptr_t>(p) % attn::detail::kHugePageBytes == 0);
 #if defined(__linux__)
   const bool thp = std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good();
   const std::string flags = vm_flags_at(p);
@@ -241,9 +234,35 @@ TEST_CASE("A scratch arena of 2 MiB or more starts on a 2 MiB boundary", "[conte
     CHECK(flags.find(" hg") != std::string::npos);
   }
 #endif
+}
+
+TEST_CASE("A scratch arena of 2 MiB or more starts on a 2 MiB boundary", "[context]") {
+  // ContextState::scratch (core/context.cpp): smaller arenas start on a 64-byte line.
+  attn::Context ctx;
+  REQUIRE(ctx.state() != nullptr);
+  void* p = nullptr;
+  REQUIRE(ctx.state()->scratch(100000, &p).ok());
+  CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
+  constexpr std::size_t kHuge = attn::detail::kHugePageBytes;
+  REQUIRE(ctx.state()->scratch(3 * kHuge / 2, &p).ok());
+  check_huge_block(p);
+  CHECK(ctx.scratch_bytes() >= 3 * kHuge / 2);
   void* again = nullptr;
   REQUIRE(ctx.state()->scratch(kHuge, &again).ok());  // no larger: the same arena
   CHECK(again == p);
+}
+
+TEST_CASE("A packed matrix of 2 MiB or more starts on a 2 MiB boundary", "[context][packed]") {
+  // pack_matrix (matmul/packed_matrix.cpp) allocates its copy as the arena is allocated.
+  attn::Context ctx;
+  const std::size_t k = 700, n = 800;  // 2.24 MB as floats, at least that packed
+  const std::vector<float> b(k * n, 0.5f);
+  attn::PackedMatrix small, large;
+  REQUIRE(attn::pack_matrix(ctx, {b.data(), 100, 100, n}, attn::Transpose::no, &small).ok());
+  CHECK(reinterpret_cast<std::uintptr_t>(small.data()) % 64 == 0);
+  REQUIRE(attn::pack_matrix(ctx, {b.data(), k, n, n}, attn::Transpose::no, &large).ok());
+  REQUIRE(large.bytes() >= attn::detail::kHugePageBytes);
+  check_huge_block(large.data());
 }
 
 TEST_CASE("View helpers lay out BHSD and BSHD memory", "[views]") {

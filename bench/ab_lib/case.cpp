@@ -2,7 +2,8 @@
 // object, so that two builds can run in one process. Exposes C symbols only: ab_make sets up a
 // case (inputs, a Context, one warm-up call), ab_time times `reps` calls, ab_out returns the
 // output for the bit comparison. Kinds: 0 matmul A B (M x N x K), 1 matmul A B^T, 2 attention,
-// 3 causal attention (B x H x Lq x Lk x d given as BATCH, HEADS, M = Lq, N = Lk, K = d).
+// 3 causal attention (B x H x Lq x Lk x d given as BATCH, HEADS, M = Lq, N = Lk, K = d), 4 and 5
+// matmul A B and A B^T against B packed once by pack_matrix (in ab_make, outside the timing).
 // Every input and output starts on a 64-byte line, plus AB_LIB_OFFSET bytes (a multiple of 4,
 // default 0) if set: both builds see the same alignment, which malloc would otherwise leave to
 // chance (the same build against itself read 0.84x at 6 x 16 x 64 with heap-placed vectors).
@@ -37,20 +38,32 @@ struct Buffer {
   }
 };
 
+bool is_matmul(int kind) {
+  return kind <= 1 || kind >= 4;
+}
+
 struct Case {
   int kind;
   std::size_t m, n, k, batch, heads;
   Buffer a, b, c, q, kk, v, o;
   attn::Context ctx;
+  attn::PackedMatrix packed;
+
+  attn::MatrixView<const float> b_view() {
+    const bool nt = kind == 1 || kind == 5;
+    return {b.data(), nt ? n : k, nt ? k : n, nt ? k : n};
+  }
+  attn::Transpose b_op() const {
+    return kind == 1 || kind == 5 ? attn::Transpose::yes : attn::Transpose::no;
+  }
 
   void run() {
     attn::Status st;
-    if (kind <= 1) {
-      const bool nt = kind == 1;
-      const attn::MatrixView<const float> av{a.data(), m, k, k};
-      const attn::MatrixView<const float> bv{b.data(), nt ? n : k, nt ? k : n, nt ? k : n};
-      st = attn::matmul(ctx, av, attn::Transpose::no, bv,
-                        nt ? attn::Transpose::yes : attn::Transpose::no,
+    if (kind >= 4) {
+      st = attn::matmul(ctx, {a.data(), m, k, k}, attn::Transpose::no, packed,
+                        attn::make_matrix(c.data(), m, n));
+    } else if (kind <= 1) {
+      st = attn::matmul(ctx, {a.data(), m, k, k}, attn::Transpose::no, b_view(), b_op(),
                         attn::make_matrix(c.data(), m, n));
     } else {
       attn::AttentionOptions opt;
@@ -80,10 +93,14 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
                      std::size_t(k), std::size_t(batch), std::size_t(heads)};
   if (!c->ctx.set_num_threads(threads).ok()) std::exit(1);
   std::srand(1);
-  if (kind <= 1) {
+  if (is_matmul(kind)) {
     fill(c->a, c->m * c->k);
     fill(c->b, c->k * c->n);
     c->c.resize(c->m * c->n);
+    if (kind >= 4 && !attn::pack_matrix(c->ctx, c->b_view(), c->b_op(), &c->packed).ok()) {
+      std::fprintf(stderr, "bench/ab-lib: pack_matrix failed\n");
+      std::exit(1);
+    }
   } else {
     const std::size_t rows = c->batch * c->heads * c->k;
     fill(c->q, rows * c->m);
@@ -105,6 +122,6 @@ extern "C" double ab_time(void* p, int reps) {
 
 extern "C" const float* ab_out(void* p, std::size_t* count) {
   Case* c = static_cast<Case*>(p);
-  *count = c->kind <= 1 ? c->m * c->n : c->batch * c->heads * c->k * c->m;
-  return c->kind <= 1 ? c->c.p : c->o.p;
+  *count = is_matmul(c->kind) ? c->m * c->n : c->batch * c->heads * c->k * c->m;
+  return is_matmul(c->kind) ? c->c.p : c->o.p;
 }

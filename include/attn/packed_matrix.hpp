@@ -40,15 +40,17 @@ class PackedMatrix {
  private:
   friend Status pack_matrix(Context& ctx, MatrixView<const float> b, Transpose tb,
                             PackedMatrix* out);
-  float* data_ = nullptr;  // 64-byte aligned; nullptr when bytes_ == 0
+  float* data_ = nullptr;  // 64-byte aligned (2 MiB from 2 MiB on); nullptr when bytes_ == 0
   std::size_t rows_ = 0, cols_ = 0, bytes_ = 0;
   Isa isa_ = Isa::scalar;
   bool packed_ = false;
 };
 
 // Packs op(b) for products through Contexts of ctx's ISA (matmul with a PackedMatrix), with
-// ctx's threads. The one allocation of the packed copy happens here. On success *out holds the
-// packed matrix (its previous contents are freed); on error *out is untouched.
+// ctx's threads. The one allocation of the packed copy happens here (from 2 MiB on, on a 2 MiB
+// boundary and, on Linux, advised for transparent huge pages, as the Context's arena is). On
+// success *out holds the packed matrix (its previous contents are freed); on error *out is
+// untouched.
 // Errors: invalid_argument (b's shape, stride or null data, out == nullptr), out_of_memory.
 Status pack_matrix(Context& ctx, MatrixView<const float> b, Transpose tb, PackedMatrix* out);
 

@@ -1,13 +1,9 @@
-#include <cstdint>
 #include <cstdlib>
 #include <new>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "attn/context.hpp"
 #include "core/context_state.hpp"
+#include "core/large_alloc.hpp"
 
 namespace attn {
 namespace detail {
@@ -18,25 +14,17 @@ Status ContextState::scratch(std::size_t bytes, void** out) noexcept {
     return Status::Ok();
   }
   const std::size_t rounded = ScratchCarver::rounded(bytes < 64 ? 64 : bytes);
-  void* p = nullptr;
-  // Arenas of 2 MiB or more on 2 MiB boundaries, advised for transparent huge pages: the
-  // packed GEMM's B panel (4 MiB at 2048^3) and A block then take a few TLB entries instead of
-  // a thousand. Zen 4 (THP on madvise; AB_LIB_OFFSET=16 bench/ab-lib, 7-11 pairs, bit-identical):
-  // 2048^3 0.972x, 0.992x, 0.990x, 0.969x the time, 1024^3 0.983x, two threads 2048^3 0.991x.
-  // Arenas from 1 MiB rounded up to whole huge pages as well: 512^3 0.995x, 768^3 0.993x, 2048^3
-  // 1.009x (level; not taken).
-  constexpr std::size_t kHuge = kHugePageBytes;
-  const std::size_t align = rounded >= kHuge ? kHuge : ScratchCarver::kAlign;
-  // No object exceeds PTRDIFF_MAX bytes: larger requests (saturated sizes) are refused outright.
-  if (rounded > static_cast<std::size_t>(PTRDIFF_MAX) || posix_memalign(&p, align, rounded) != 0) {
+  // Arenas of 2 MiB or more on 2 MiB boundaries, advised for transparent huge pages
+  // (alloc_large): the packed GEMM's B panel (4 MiB at 2048^3) and A block then take a few TLB
+  // entries instead of a thousand. Zen 4 (THP on madvise; AB_LIB_OFFSET=16 bench/ab-lib, 7-11
+  // pairs, bit-identical): 2048^3 0.972x, 0.992x, 0.990x, 0.969x the time, 1024^3 0.983x, two
+  // threads 2048^3 0.991x. Arenas from 1 MiB rounded up to whole huge pages as well: 512^3
+  // 0.995x, 768^3 0.993x, 2048^3 1.009x (level; not taken).
+  void* p = alloc_large(rounded);
+  if (p == nullptr) {
     return Status::Error(StatusCode::out_of_memory, "attn: could not allocate %zu bytes of scratch",
                          bytes);
   }
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  // Whole huge pages of the arena only: the rest of its mapping may be the allocator's. A
-  // refusal (no THP in this kernel) leaves 4 KiB pages, as without the hint.
-  if (align == kHuge) madvise(p, rounded / kHuge * kHuge, MADV_HUGEPAGE);
-#endif
   std::free(arena);
   arena = p;
   arena_bytes = rounded;

@@ -17,9 +17,8 @@ struct ContextState {
   int threads = 1;
   Status init;  // why ATTN_ISA could not be honoured, until set_isa succeeds
 
-  // Arenas of at least kHugePageBytes start on such a boundary and, on Linux, are advised for
-  // transparent huge pages (scratch in core/context.cpp); smaller ones are 64-byte aligned.
-  static constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+  // Allocated by alloc_large (core/large_alloc.hpp): from 2 MiB on, on a 2 MiB boundary and
+  // advised for transparent huge pages.
   void* arena = nullptr;
   std::size_t arena_bytes = 0;
   std::size_t peak_bytes = 0;

@@ -1,0 +1,28 @@
+#include "core/large_alloc.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace attn::detail {
+
+void* alloc_large(std::size_t bytes) noexcept {
+  constexpr std::size_t kLine = 64;
+  const std::size_t align = bytes >= kHugePageBytes ? kHugePageBytes : kLine;
+  void* p = nullptr;
+  // No object exceeds PTRDIFF_MAX bytes: larger requests (saturated sizes) are refused outright.
+  if (bytes == 0 || bytes > static_cast<std::size_t>(PTRDIFF_MAX) ||
+      posix_memalign(&p, align, bytes) != 0) {
+    return nullptr;
+  }
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  // Whole huge pages only: the rest of the mapping may be the allocator's.
+  if (align == kHugePageBytes) madvise(p, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+}  // namespace attn::detail
