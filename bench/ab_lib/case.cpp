@@ -9,6 +9,7 @@
 // chance (the same build against itself read 0.84x at 6 x 16 x 64 with heap-placed vectors).
 #include <attn/attn.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -48,6 +49,10 @@ struct Case {
   Buffer a, b, c, q, kk, v, o;
   attn::Context ctx;
   attn::PackedMatrix packed;
+  // AB_LIB_B_COPIES=N (matmul and matmul_nt): N copies of B, each call reading the next, so that
+  // B comes from memory as a decoding step's weights do (N copies beyond L3).
+  std::vector<Buffer> b_copies;
+  std::size_t next_copy = 0;
 
   attn::MatrixView<const float> b_view() {
     const bool nt = kind == 1 || kind == 5;
@@ -63,7 +68,12 @@ struct Case {
       st = attn::matmul(ctx, {a.data(), m, k, k}, attn::Transpose::no, packed,
                         attn::make_matrix(c.data(), m, n));
     } else if (kind <= 1) {
-      st = attn::matmul(ctx, {a.data(), m, k, k}, attn::Transpose::no, b_view(), b_op(),
+      attn::MatrixView<const float> bv = b_view();
+      if (!b_copies.empty()) {
+        bv.data = b_copies[next_copy].data();
+        next_copy = (next_copy + 1) % b_copies.size();
+      }
+      st = attn::matmul(ctx, {a.data(), m, k, k}, attn::Transpose::no, bv, b_op(),
                         attn::make_matrix(c.data(), m, n));
     } else {
       attn::AttentionOptions opt;
@@ -97,6 +107,15 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
     fill(c->a, c->m * c->k);
     fill(c->b, c->k * c->n);
     c->c.resize(c->m * c->n);
+    const char* copies = std::getenv("AB_LIB_B_COPIES");
+    const long count = copies ? std::strtol(copies, nullptr, 10) : 0;
+    if (kind <= 1 && count > 1) {
+      c->b_copies.resize(static_cast<std::size_t>(count));
+      for (Buffer& copy : c->b_copies) {
+        copy.resize(c->k * c->n);
+        std::copy(c->b.p, c->b.p + c->k * c->n, copy.p);
+      }
+    }
     if (kind >= 4 && !attn::pack_matrix(c->ctx, c->b_view(), c->b_op(), &c->packed).ok()) {
       std::fprintf(stderr, "bench/ab-lib: pack_matrix failed\n");
       std::exit(1);

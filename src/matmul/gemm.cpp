@@ -788,6 +788,7 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
                const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
                const float* bias, float* scratch) {
   const std::size_t block = kRowsAccFloats / s.m / kRowsColumns * kRowsColumns;
+  const bool b_beyond_l3 = s.k * s.n * sizeof(float) >= cpu_info().l3_bytes;
   run_parallel(threads, [&](int t, int nt) {
     if (b.cs == 1 && s.m > kern.gemm_rows_max && nt > 1) {  // the threads split the rows
       std::size_t r0, r1;
@@ -795,7 +796,7 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
       if (r0 >= r1) return;
       kern.gemm_rows(s.k, a.data + r0 * a.rs, a.rs, b.data, b.rs, c + r0 * ldc, ldc, alpha, beta,
                      r1 - r0, s.n, bias, scratch + static_cast<std::size_t>(t) * kRowsAccFloats,
-                     kRowsAccFloats / (r1 - r0) / kRowsColumns * kRowsColumns);
+                     kRowsAccFloats / (r1 - r0) / kRowsColumns * kRowsColumns, b_beyond_l3);
       return;
     }
     std::size_t begin, end;
@@ -820,7 +821,7 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
     }
     kern.gemm_rows(s.k, a.data, a.rs, b.data + j0, b.rs, c + j0, ldc, alpha, beta, s.m, j1 - j0,
                    bias ? bias + j0 : nullptr,
-                   scratch + static_cast<std::size_t>(t) * kRowsAccFloats, block);
+                   scratch + static_cast<std::size_t>(t) * kRowsAccFloats, block, b_beyond_l3);
   });
 }
 

@@ -50,7 +50,7 @@ namespace attn::detail {
                                 float beta, std::size_t m, std::size_t n, const float* bias);      \
   void gemm_rows(std::size_t k, const float* a, std::size_t lda, const float* b, std::size_t ldb,  \
                  float* c, std::size_t ldc, float alpha, float beta, std::size_t m, std::size_t n, \
-                 const float* bias, float* acc, std::size_t block);                                \
+                 const float* bias, float* acc, std::size_t block, bool b_beyond_l3);              \
   void gemm_rows_t(std::size_t k, const float* a, std::size_t lda, const float* b,                 \
                    std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,            \
                    std::size_t m, std::size_t n, const float* bias);                               \

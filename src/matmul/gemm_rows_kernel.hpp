@@ -104,7 +104,7 @@ template <class A, int R>
 void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const float* b,
                       std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
                       std::size_t m, std::size_t n, const float* bias, float* acc,
-                      std::size_t block) {
+                      std::size_t block, bool b_beyond_l3) {
   const std::size_t rows = R == 0 ? m : static_cast<std::size_t>(R);  // R == 0: m rows
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
@@ -116,9 +116,14 @@ void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const f
   // 0.886-0.907x, 1 x 1000 x 1000 0.952x, 1 x 2304 x 771 0.866x; AVX2 0.850x and 0.852x; two
   // threads 0.937-1.057x; B within L2, 1 x 256 x 768, 1.005-1.054x). Not where B's rows share
   // L1 sets (matmul/l1_alias.hpp): a pass's U lines of B then evict the sums' line from its set
-  // (1 x 1024 x 1024 took 1.47x the time, 1 x 2048 x 1024 1.23x; with this rule 1.021x and level).
+  // (1 x 1024 x 1024 took 1.47x the time, 1 x 2048 x 1024 1.23x; with this rule 1.021x and level),
+  // unless B is beyond L3 (b_beyond_l3): read from memory, the U rows in flight at once win
+  // there (bench/ab-lib, 9 pairs, rows 4-16 KiB apart: 1 x 2048 x 4096 0.732x the time, 1 x 4096
+  // x 2048 0.696x, 1 x 4096 x 4096 0.832x, 1 x 8192 x 4096 0.825x; against B hot in L3, 1 x 2048
+  // x 2048 1.128x, 1 x 1024 x 4096 1.044x, 1 x 1024 x 1024 1.583x, though the same shapes with
+  // B cycled through copies beyond L3, as a decoding step's weights come, 0.733-0.806x).
   constexpr int U = R == 1 && L >= 8 ? static_cast<int>(L) : U4;
-  [[maybe_unused]] const bool wide_passes = U > U4 && !rows_share_l1_sets(ldb);
+  [[maybe_unused]] const bool wide_passes = U > U4 && (b_beyond_l3 || !rows_share_l1_sets(ldb));
   const V va(alpha), vb(beta);
   // Where all of B's rows start the same number of floats past a vector boundary (ldb a whole
   // number of vectors), the first block's sums start that many floats into acc (a vector
