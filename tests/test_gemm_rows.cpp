@@ -1,15 +1,16 @@
 // GemmPath::rows against a row-major B, called directly: Kernels::gemm_rows with b_beyond_l3 false
 // and true writes the same bits (one row of A then takes its wide passes, 16 or 8 rows of B at a
-// time, even where B's rows share L1 sets: matmul/gemm_rows_kernel.hpp) and meets
-// GemmDirectKernel's contract on the m x n block, nothing else written and beta == 0 never
-// reading C.
+// time, even where B's rows share L1 sets: matmul/gemm_rows_kernel.hpp) and meets the no-packing
+// tiles' contract on the m x n block, nothing else written and beta == 0 never reading C.
 // (Tolerance: support/direct_tile_check.hpp; how many rows of B a pass takes changes no sum.)
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <random>
 #include <vector>
 
+#include "dispatch/cpu.hpp"
 #include "dispatch/kernels.hpp"
+#include "matmul/gemm.hpp"
 #include "support/direct_tile_check.hpp"
 #include "support/test_support.hpp"
 
@@ -17,7 +18,7 @@ TEST_CASE("gemm_rows writes the same bits with and without b_beyond_l3", "[matmu
   // One row (the wide passes), 2 rows (a register tile of 4-row passes) and 6 (the kernel for any
   // number of rows); row strides of B a multiple of 2 KiB (512 and 1024 floats: the passes that
   // b_beyond_l3 widens) and not (701); k = 55 (three 16-row passes, or six 8-row, then a 4-row
-  // pass and 3 single rows) and 16; n = 300 in blocks of 128 (the last one short) and n = 5 (a
+  // pass and 3 single rows) and 16; n = 300 in blocks of at most 128 of equal widths, and n = 5 (a
   // partial vector alone); alpha 1 with beta 0 (over NaN in C), -0.5 and 1 with a bias.
   struct Mode {
     float alpha, beta;
@@ -57,4 +58,16 @@ TEST_CASE("gemm_rows writes the same bits with and without b_beyond_l3", "[matmu
     }
   }
   if (!ran) SUCCEED("no ISA here has the rows kernel (scalar only)");
+}
+
+TEST_CASE("gemm_rows' b_beyond_l3 holds from B's size of L3 on", "[matmul]") {
+  // rows_b_beyond_l3 (matmul/gemm.cpp): k x n floats of B against CpuInfo::l3_bytes, whatever
+  // the row stride; at exactly L3 and one row of 1024 floats either side.
+  const std::size_t l3 = attn::detail::cpu_info().l3_bytes;
+  REQUIRE(l3 % 4096 == 0);
+  const std::size_t n = 1024, k = l3 / (n * sizeof(float));
+  CHECK(attn::detail::rows_b_beyond_l3({1, n, k}));
+  CHECK(attn::detail::rows_b_beyond_l3({4, n, k + 1}));
+  CHECK_FALSE(attn::detail::rows_b_beyond_l3({1, n, k - 1}));
+  CHECK_FALSE(attn::detail::rows_b_beyond_l3({1, 2304, 768}));
 }

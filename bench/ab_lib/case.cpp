@@ -9,6 +9,11 @@
 // chance (the same build against itself read 0.84x at 6 x 16 x 64 with heap-placed vectors).
 #include <attn/attn.hpp>
 
+// The packed kinds need pack_matrix (from a1dbc33 on); an older OLD tree builds without them.
+#if __has_include(<attn/packed_matrix.hpp>)
+#define AB_LIB_HAVE_PACKED 1
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -18,10 +23,17 @@
 
 namespace {
 
-// Floats from a line boundary plus the offset, inside a vector of its own.
+// Floats from a line boundary plus the offset, inside a vector of its own. Movable (the vector's
+// block, which p points into, moves with it), not copyable.
 struct Buffer {
   std::vector<float> store;
   float* p = nullptr;
+
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&&) = default;
+  Buffer& operator=(Buffer&&) = default;
 
   float* data() { return p; }
   void resize(std::size_t count) {
@@ -48,7 +60,9 @@ struct Case {
   std::size_t m, n, k, batch, heads;
   Buffer a, b, c, q, kk, v, o;
   attn::Context ctx;
+#if defined(AB_LIB_HAVE_PACKED)
   attn::PackedMatrix packed;
+#endif
   // AB_LIB_B_COPIES=N (matmul and matmul_nt): N copies of B, each call reading the next, so that
   // B comes from memory as a decoding step's weights do (N copies beyond L3).
   std::vector<Buffer> b_copies;
@@ -65,8 +79,10 @@ struct Case {
   void run() {
     attn::Status st;
     if (kind >= 4) {
+#if defined(AB_LIB_HAVE_PACKED)
       st = attn::matmul(ctx, {a.data(), m, k, k}, attn::Transpose::no, packed,
                         attn::make_matrix(c.data(), m, n));
+#endif
     } else if (kind <= 1) {
       attn::MatrixView<const float> bv = b_view();
       if (!b_copies.empty()) {
@@ -103,23 +119,36 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
                      std::size_t(k), std::size_t(batch), std::size_t(heads)};
   if (!c->ctx.set_num_threads(threads).ok()) std::exit(1);
   std::srand(1);
+  const char* copies = std::getenv("AB_LIB_B_COPIES");
+  const long count = copies ? std::strtol(copies, nullptr, 10) : 0;
+  if (copies != nullptr && (kind > 1 || count < 1)) {
+    std::fprintf(stderr,
+                 "bench/ab-lib: AB_LIB_B_COPIES takes a count of 1 or more, for matmul and "
+                 "matmul_nt only (N copies of B take N times its memory per build)\n");
+    std::exit(2);
+  }
   if (is_matmul(kind)) {
     fill(c->a, c->m * c->k);
     fill(c->b, c->k * c->n);
     c->c.resize(c->m * c->n);
-    const char* copies = std::getenv("AB_LIB_B_COPIES");
-    const long count = copies ? std::strtol(copies, nullptr, 10) : 0;
-    if (kind <= 1 && count > 1) {
+    if (count > 1) {
       c->b_copies.resize(static_cast<std::size_t>(count));
       for (Buffer& copy : c->b_copies) {
         copy.resize(c->k * c->n);
         std::copy(c->b.p, c->b.p + c->k * c->n, copy.p);
       }
     }
+#if defined(AB_LIB_HAVE_PACKED)
     if (kind >= 4 && !attn::pack_matrix(c->ctx, c->b_view(), c->b_op(), &c->packed).ok()) {
       std::fprintf(stderr, "bench/ab-lib: pack_matrix failed\n");
       std::exit(1);
     }
+#else
+    if (kind >= 4) {
+      std::fprintf(stderr, "bench/ab-lib: this tree has no pack_matrix (before a1dbc33)\n");
+      std::exit(2);
+    }
+#endif
   } else {
     const std::size_t rows = c->batch * c->heads * c->k;
     fill(c->q, rows * c->m);

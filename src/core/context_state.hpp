@@ -7,6 +7,7 @@
 #include "attn/isa.hpp"
 #include "attn/status.hpp"
 #include "core/checks.hpp"
+#include "core/large_alloc.hpp"
 #include "dispatch/kernels.hpp"
 
 namespace attn::detail {
@@ -47,6 +48,7 @@ class ScratchCarver {
  public:
   explicit ScratchCarver(void* base) : next_(static_cast<char*>(base)) {}
   static constexpr std::size_t kAlign = 64;
+  static_assert(kAlign == kLargeAllocAlign, "the arena's pieces keep its alignment");
   // Saturates (sat_round_up): a saturated size stays SIZE_MAX, which the arena refuses.
   static std::size_t rounded(std::size_t bytes) { return sat_round_up(bytes, kAlign); }
   template <class T>

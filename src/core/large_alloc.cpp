@@ -10,8 +10,7 @@
 namespace attn::detail {
 
 void* alloc_large(std::size_t bytes) noexcept {
-  constexpr std::size_t kLine = 64;
-  const std::size_t align = bytes >= kHugePageBytes ? kHugePageBytes : kLine;
+  const std::size_t align = bytes >= kHugePageBytes ? kHugePageBytes : kLargeAllocAlign;
   void* p = nullptr;
   // No object exceeds PTRDIFF_MAX bytes: larger requests (saturated sizes) are refused outright.
   if (bytes == 0 || bytes > static_cast<std::size_t>(PTRDIFF_MAX) ||

@@ -7,12 +7,14 @@ namespace attn::detail {
 
 // The size of an x86-64 (and AArch64 4 KiB-granule) transparent huge page.
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+// The alignment of smaller blocks: a cache line.
+inline constexpr std::size_t kLargeAllocAlign = 64;
 
-// `bytes` (> 0) on a 64-byte line or, from kHugePageBytes on, on a kHugePageBytes boundary with
-// its whole huge pages advised for transparent huge pages (Linux, madvise MADV_HUGEPAGE; a
-// kernel without them leaves 4 KiB pages, as without the advice): a large packed matrix or
-// panel then takes a few TLB entries instead of one per 4 KiB. Freed with std::free; nullptr if
-// the allocation fails or `bytes` exceeds PTRDIFF_MAX.
+// `bytes` (> 0) on a kLargeAllocAlign boundary or, from kHugePageBytes on, on a kHugePageBytes
+// boundary with its whole huge pages advised for transparent huge pages (Linux, madvise
+// MADV_HUGEPAGE; a kernel without them leaves 4 KiB pages, as without the advice): a large packed
+// matrix or panel then takes a few TLB entries instead of one per 4 KiB. Freed with std::free;
+// nullptr if the allocation fails or `bytes` exceeds PTRDIFF_MAX.
 void* alloc_large(std::size_t bytes) noexcept;
 
 }  // namespace attn::detail

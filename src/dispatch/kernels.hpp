@@ -44,9 +44,9 @@ using GemmUkernel = void (*)(std::size_t k, const float* a, const float* b, floa
 // A row-major (row stride lda) and B row-major (row stride ldb), B read row after row
 // (matmul/gemm_rows_kernel.hpp): any m >= 1, register tiles up to Kernels::gemm_rows_max rows and
 // A's values broadcast from memory above. acc holds m * block floats of scratch; block is a
-// multiple of the ISA's lanes. beta == 0: C is not read. b_beyond_l3: B is larger than the
-// last-level cache (so read from memory), which lets one row of A take its wide passes at any row
-// stride of B (gemm_rows_kernel); the sums do not depend on it.
+// multiple of the ISA's lanes. beta == 0: C is not read. b_beyond_l3: B is at least as large as
+// L3 (CpuInfo::l3_bytes; so read from memory), which lets one row of A take its wide passes at
+// any row stride of B (gemm_rows_kernel); the sums do not depend on it.
 using GemmRowsKernel = void (*)(std::size_t k, const float* a, std::size_t lda, const float* b,
                                 std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,
                                 std::size_t m, std::size_t n, const float* bias, float* acc,

@@ -450,6 +450,10 @@ std::size_t gemm_prefetched_first_panel(const Kernels& kern, const GemmOperand& 
   return (kLineBytes - past) / sizeof(float) % nr;
 }
 
+bool rows_b_beyond_l3(const GemmShape& s) {
+  return s.k * s.n * sizeof(float) >= cpu_info().l3_bytes;
+}
+
 // Whether GemmPath::rows against a B^T first copies A's rows to the thread's scratch, each on a
 // cache line: every dot product reads all of A's rows again, and where they do not start on a
 // vector boundary every vector load of A spans two lines (the values, and so the sums, are the
@@ -788,7 +792,7 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
                const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
                const float* bias, float* scratch) {
   const std::size_t block = kRowsAccFloats / s.m / kRowsColumns * kRowsColumns;
-  const bool b_beyond_l3 = s.k * s.n * sizeof(float) >= cpu_info().l3_bytes;
+  const bool b_beyond_l3 = rows_b_beyond_l3(s);
   run_parallel(threads, [&](int t, int nt) {
     if (b.cs == 1 && s.m > kern.gemm_rows_max && nt > 1) {  // the threads split the rows
       std::size_t r0, r1;

@@ -43,6 +43,11 @@ std::size_t gemm_prefetched_first_panel(const Kernels& kern, const GemmOperand& 
 // Whether GemmPath::rows against this B^T first copies A's rows onto cache lines in the thread's
 // scratch (where they start off a vector boundary and fit it).
 bool rows_t_copies_a(const Kernels& kern, const GemmShape& shape, const GemmOperand& a);
+// Whether GemmPath::rows reads a row-major B of k x n floats at least as large as L3
+// (CpuInfo::l3_bytes), so from memory: Kernels::gemm_rows' b_beyond_l3. A CPU that reports less L3
+// than it has (the 8 MiB default where it reports none) passes it for some B that stay in L3,
+// whose rows then take the wide passes at strides that share L1 sets (1.1-1.6x the time there).
+bool rows_b_beyond_l3(const GemmShape& shape);
 
 // Bytes of scratch gemm() needs for this shape and these operands on this many threads.
 std::size_t gemm_scratch_bytes(const Kernels& kern, int threads, const GemmShape& shape,

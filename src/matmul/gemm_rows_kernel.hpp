@@ -118,7 +118,7 @@ void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const f
   // L1 sets (matmul/l1_alias.hpp): a pass's U lines of B then evict the sums' line from its set
   // (1 x 1024 x 1024 took 1.47x the time, 1 x 2048 x 1024 1.23x; with this rule 1.021x and level),
   // unless B is beyond L3 (b_beyond_l3): read from memory, the U rows in flight at once win
-  // there (bench/ab-lib, 9 pairs, rows 4-16 KiB apart: 1 x 2048 x 4096 0.732x the time, 1 x 4096
+  // there (bench/ab-lib, 9 pairs, rows 4-32 KiB apart: 1 x 2048 x 4096 0.732x the time, 1 x 4096
   // x 2048 0.696x, 1 x 4096 x 4096 0.832x, 1 x 8192 x 4096 0.825x; against B hot in L3, 1 x 2048
   // x 2048 1.128x, 1 x 1024 x 4096 1.044x, 1 x 1024 x 1024 1.583x, though the same shapes with
   // B cycled through copies beyond L3, as a decoding step's weights come, 0.733-0.806x).
