@@ -62,9 +62,11 @@ struct Case {
   attn::Context ctx;
 #if defined(AB_LIB_HAVE_PACKED)
   attn::PackedMatrix packed;
+  std::vector<attn::PackedMatrix> packed_copies;  // AB_LIB_B_COPIES for the packed kinds
 #endif
-  // AB_LIB_B_COPIES=N (matmul and matmul_nt): N copies of B, each call reading the next, so that
-  // B comes from memory as a decoding step's weights do (N copies beyond L3).
+  // AB_LIB_B_COPIES=N (the matmul kinds): N copies of B (packed ones for the packed kinds), each
+  // call reading the next, so that B comes from memory as a decoding step's weights do (N copies
+  // beyond L3).
   std::vector<Buffer> b_copies;
   std::size_t next_copy = 0;
 
@@ -80,7 +82,9 @@ struct Case {
     attn::Status st;
     if (kind >= 4) {
 #if defined(AB_LIB_HAVE_PACKED)
-      st = attn::matmul(ctx, {a.data(), m, k, k}, attn::Transpose::no, packed,
+      const attn::PackedMatrix& pb = packed_copies.empty() ? packed : packed_copies[next_copy];
+      if (!packed_copies.empty()) next_copy = (next_copy + 1) % packed_copies.size();
+      st = attn::matmul(ctx, {a.data(), m, k, k}, attn::Transpose::no, pb,
                         attn::make_matrix(c.data(), m, n));
 #endif
     } else if (kind <= 1) {
@@ -121,17 +125,17 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
   std::srand(1);
   const char* copies = std::getenv("AB_LIB_B_COPIES");
   const long count = copies ? std::strtol(copies, nullptr, 10) : 0;
-  if (copies != nullptr && (kind > 1 || count < 1)) {
+  if (copies != nullptr && (!is_matmul(kind) || count < 1)) {
     std::fprintf(stderr,
-                 "bench/ab-lib: AB_LIB_B_COPIES takes a count of 1 or more, for matmul and "
-                 "matmul_nt only (N copies of B take N times its memory per build)\n");
+                 "bench/ab-lib: AB_LIB_B_COPIES takes a count of 1 or more, for the matmul kinds "
+                 "only (N copies of B take N times its memory per build)\n");
     std::exit(2);
   }
   if (is_matmul(kind)) {
     fill(c->a, c->m * c->k);
     fill(c->b, c->k * c->n);
     c->c.resize(c->m * c->n);
-    if (count > 1) {
+    if (count > 1 && kind <= 1) {
       c->b_copies.resize(static_cast<std::size_t>(count));
       for (Buffer& copy : c->b_copies) {
         copy.resize(c->k * c->n);
@@ -139,9 +143,15 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
       }
     }
 #if defined(AB_LIB_HAVE_PACKED)
-    if (kind >= 4 && !attn::pack_matrix(c->ctx, c->b_view(), c->b_op(), &c->packed).ok()) {
-      std::fprintf(stderr, "bench/ab-lib: pack_matrix failed\n");
-      std::exit(1);
+    if (kind >= 4) {
+      c->packed_copies.resize(count > 1 ? static_cast<std::size_t>(count) : 0);
+      bool ok = attn::pack_matrix(c->ctx, c->b_view(), c->b_op(), &c->packed).ok();
+      for (attn::PackedMatrix& copy : c->packed_copies)
+        ok = ok && attn::pack_matrix(c->ctx, c->b_view(), c->b_op(), &copy).ok();
+      if (!ok) {
+        std::fprintf(stderr, "bench/ab-lib: pack_matrix failed\n");
+        std::exit(1);
+      }
     }
 #else
     if (kind >= 4) {
