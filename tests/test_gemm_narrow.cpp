@@ -18,6 +18,7 @@
 
 #include "dispatch/kernels.hpp"
 #include "support/direct_tile_check.hpp"
+#include "support/kernel_tables.hpp"
 #include "support/test_support.hpp"
 
 namespace {
@@ -43,36 +44,33 @@ TEST_CASE("the narrow no-packing tile's two forms write the same bits", "[matmul
     }
   }
   std::mt19937 rng(29);
-  bool ran = false;
-  for (attn::Isa isa : attn_test::test_isas()) {
-    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
-    REQUIRE(kern != nullptr);
-    if (kern->gemm_direct_narrow_split == nullptr) continue;
-    ran = true;
-    const std::size_t lanes = kern->gemm_direct_narrow_nr;
-    for (std::size_t n : {std::size_t{1}, lanes - 1, lanes}) {
-      for (NarrowCase cs : cases) {
-        cs.n = n;
-        INFO("isa " << attn::isa_name(isa) << " m " << cs.m << " n " << cs.n << " k " << cs.k
-                    << " alpha " << cs.alpha << " beta " << cs.beta << " bias " << cs.bias);
-        // A with a row stride past k, B rows ldb = lanes + 3 apart, C with 4 columns past n and
-        // one row below m (those must stay as they were).
-        const std::size_t lda = cs.k + 5, ldb = lanes + 3, ldc = n + 4, c_rows = cs.m + 1;
-        const attn_test::DirectOperands ops(cs.m, n, cs.k, lda, ldb, ldc, c_rows, cs.beta, rng);
-        const std::vector<float>&a = ops.a, &b = ops.b, &c0 = ops.c0;
-        std::vector<float> pairs = c0, split = c0;
-        const float* bias_p = cs.bias ? ops.bias.data() : nullptr;
-        kern->gemm_direct_narrow(cs.k, a.data(), lda, b.data(), ldb, pairs.data(), ldc, cs.alpha,
-                                 cs.beta, cs.m, n, bias_p);
-        kern->gemm_direct_narrow_split(cs.k, a.data(), lda, b.data(), ldb, split.data(), ldc,
-                                       cs.alpha, cs.beta, cs.m, n, bias_p);
-        const attn_test::DirectTile tile{cs.m, n,   cs.k,   cs.alpha, cs.beta, a,     lda,
-                                         b,    ldb, bias_p, c0,       ldc,     c_rows};
-        const std::size_t bad = attn_test::check_direct_tile(tile, pairs, split);
-        CHECK(bad == 0);
-      }
-    }
-  }
+  const bool ran = attn_test::for_each_table_with(
+      [](const attn::detail::Kernels& k) { return k.gemm_direct_narrow_split != nullptr; },
+      [&](attn::Isa isa, const attn::detail::Kernels* kern) {
+        const std::size_t lanes = kern->gemm_direct_narrow_nr;
+        for (std::size_t n : {std::size_t{1}, lanes - 1, lanes}) {
+          for (NarrowCase cs : cases) {
+            cs.n = n;
+            INFO("isa " << attn::isa_name(isa) << " m " << cs.m << " n " << cs.n << " k " << cs.k
+                        << " alpha " << cs.alpha << " beta " << cs.beta << " bias " << cs.bias);
+            // A with a row stride past k, B rows ldb = lanes + 3 apart, C with 4 columns past n and
+            // one row below m (those must stay as they were).
+            const std::size_t lda = cs.k + 5, ldb = lanes + 3, ldc = n + 4, c_rows = cs.m + 1;
+            const attn_test::DirectOperands ops(cs.m, n, cs.k, lda, ldb, ldc, c_rows, cs.beta, rng);
+            const std::vector<float>&a = ops.a, &b = ops.b, &c0 = ops.c0;
+            std::vector<float> pairs = c0, split = c0;
+            const float* bias_p = cs.bias ? ops.bias.data() : nullptr;
+            kern->gemm_direct_narrow(cs.k, a.data(), lda, b.data(), ldb, pairs.data(), ldc,
+                                     cs.alpha, cs.beta, cs.m, n, bias_p);
+            kern->gemm_direct_narrow_split(cs.k, a.data(), lda, b.data(), ldb, split.data(), ldc,
+                                           cs.alpha, cs.beta, cs.m, n, bias_p);
+            const attn_test::DirectTile tile{cs.m, n,   cs.k,   cs.alpha, cs.beta, a,     lda,
+                                             b,    ldb, bias_p, c0,       ldc,     c_rows};
+            const std::size_t bad = attn_test::check_direct_tile(tile, pairs, split);
+            CHECK(bad == 0);
+          }
+        }
+      });
   // AVX-512 has both forms; elsewhere (or where the CPU lacks it) there is nothing to compare.
   if (!ran) WARN("no ISA on this CPU has the split narrow tile");
 }

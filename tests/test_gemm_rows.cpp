@@ -12,6 +12,7 @@
 #include "dispatch/kernels.hpp"
 #include "matmul/gemm.hpp"
 #include "support/direct_tile_check.hpp"
+#include "support/kernel_tables.hpp"
 #include "support/test_support.hpp"
 
 TEST_CASE("gemm_rows writes the same bits with and without b_beyond_l3", "[matmul]") {
@@ -26,37 +27,34 @@ TEST_CASE("gemm_rows writes the same bits with and without b_beyond_l3", "[matmu
   };
   const Mode modes[] = {{1.0f, 0.0f, false}, {-0.5f, 1.0f, true}};
   std::mt19937 rng(43);
-  bool ran = false;
-  for (attn::Isa isa : attn_test::test_isas()) {
-    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
-    REQUIRE(kern != nullptr);
-    if (kern->gemm_rows == nullptr) continue;
-    ran = true;
-    for (std::size_t m : {1, 2, 6}) {
-      for (std::size_t ldb : {512, 1024, 701}) {
-        for (std::size_t k : {55, 16}) {
-          for (std::size_t n : {300, 5}) {
-            for (const Mode& md : modes) {
-              INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k
-                          << " ldb " << ldb << " alpha " << md.alpha << " beta " << md.beta);
-              const std::size_t lda = k + 3, ldc = n + 4, c_rows = m + 1, block = 128;
-              const attn_test::DirectOperands ops(m, n, k, lda, ldb, ldc, c_rows, md.beta, rng);
-              const float* bias = md.bias ? ops.bias.data() : nullptr;
-              std::vector<float> in_cache = ops.c0, from_memory = ops.c0;
-              std::vector<float> acc(m * block);
-              kern->gemm_rows(k, ops.a.data(), lda, ops.b.data(), ldb, in_cache.data(), ldc,
-                              md.alpha, md.beta, m, n, bias, acc.data(), block, false);
-              kern->gemm_rows(k, ops.a.data(), lda, ops.b.data(), ldb, from_memory.data(), ldc,
-                              md.alpha, md.beta, m, n, bias, acc.data(), block, true);
-              const attn_test::DirectTile tile{m,     n,   k,    md.alpha, md.beta, ops.a, lda,
-                                               ops.b, ldb, bias, ops.c0,   ldc,     c_rows};
-              CHECK(attn_test::check_direct_tile(tile, from_memory, in_cache) == 0);
+  const bool ran = attn_test::for_each_table_with(
+      [](const attn::detail::Kernels& k) { return k.gemm_rows != nullptr; },
+      [&](attn::Isa isa, const attn::detail::Kernels* kern) {
+        for (std::size_t m : {1, 2, 6}) {
+          for (std::size_t ldb : {512, 1024, 701}) {
+            for (std::size_t k : {55, 16}) {
+              for (std::size_t n : {300, 5}) {
+                for (const Mode& md : modes) {
+                  INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k
+                              << " ldb " << ldb << " alpha " << md.alpha << " beta " << md.beta);
+                  const std::size_t lda = k + 3, ldc = n + 4, c_rows = m + 1, block = 128;
+                  const attn_test::DirectOperands ops(m, n, k, lda, ldb, ldc, c_rows, md.beta, rng);
+                  const float* bias = md.bias ? ops.bias.data() : nullptr;
+                  std::vector<float> in_cache = ops.c0, from_memory = ops.c0;
+                  std::vector<float> acc(m * block);
+                  kern->gemm_rows(k, ops.a.data(), lda, ops.b.data(), ldb, in_cache.data(), ldc,
+                                  md.alpha, md.beta, m, n, bias, acc.data(), block, false);
+                  kern->gemm_rows(k, ops.a.data(), lda, ops.b.data(), ldb, from_memory.data(), ldc,
+                                  md.alpha, md.beta, m, n, bias, acc.data(), block, true);
+                  const attn_test::DirectTile tile{m,     n,   k,    md.alpha, md.beta, ops.a, lda,
+                                                   ops.b, ldb, bias, ops.c0,   ldc,     c_rows};
+                  CHECK(attn_test::check_direct_tile(tile, from_memory, in_cache) == 0);
+                }
+              }
             }
           }
         }
-      }
-    }
-  }
+      });
   if (!ran) SUCCEED("no ISA here has the rows kernel (scalar only)");
 }
 

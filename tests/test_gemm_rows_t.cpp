@@ -11,6 +11,7 @@
 
 #include "dispatch/kernels.hpp"
 #include "support/direct_tile_check.hpp"
+#include "support/kernel_tables.hpp"
 #include "support/test_support.hpp"
 
 TEST_CASE("gemm_rows_t_prefetch writes gemm_rows_t's bits", "[matmul]") {
@@ -28,45 +29,42 @@ TEST_CASE("gemm_rows_t_prefetch writes gemm_rows_t's bits", "[matmul]") {
   };
   const Mode modes[] = {{1.0f, 0.0f, false}, {-0.5f, 1.0f, true}, {2.0f, -0.5f, true}};
   std::mt19937 rng(41);
-  bool ran = false;
-  for (attn::Isa isa : attn_test::test_isas()) {
-    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
-    REQUIRE(kern != nullptr);
-    if (kern->gemm_rows_t == nullptr) continue;
-    REQUIRE(kern->gemm_rows_t_prefetch != nullptr);
-    ran = true;
-    for (std::size_t m = 1; m <= kern->gemm_rows_t_max; ++m) {
-      for (std::size_t n : {5, 15, 16, 24, 33, 70}) {
-        for (std::size_t k : {1, 7, 64, 137, 1100}) {
-          for (const Mode& md : modes) {
-            INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k
-                        << " alpha " << md.alpha << " beta " << md.beta << " bias " << md.bias);
-            const std::size_t lda = k + 3, ldbt = k + 5, ldc = n + 4, c_rows = m + 1;
-            // n and k swapped on purpose: ops.b is then B^T (n rows of ldbt floats; ops.bias, k
-            // values, unused), `b` its values as k x n for the contract check.
-            const attn_test::DirectOperands ops(m, k, n, lda, ldbt, ldc, c_rows, md.beta, rng);
-            std::vector<float> b(k * n);
-            for (std::size_t j = 0; j < n; ++j) {
-              for (std::size_t p = 0; p < k; ++p)
-                b[p * n + j] = ops.b[j * ldbt + p];
+  const bool ran = attn_test::for_each_table_with(
+      [](const attn::detail::Kernels& k) { return k.gemm_rows_t != nullptr; },
+      [&](attn::Isa isa, const attn::detail::Kernels* kern) {
+        REQUIRE(kern->gemm_rows_t_prefetch != nullptr);
+        for (std::size_t m = 1; m <= kern->gemm_rows_t_max; ++m) {
+          for (std::size_t n : {5, 15, 16, 24, 33, 70}) {
+            for (std::size_t k : {1, 7, 64, 137, 1100}) {
+              for (const Mode& md : modes) {
+                INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k
+                            << " alpha " << md.alpha << " beta " << md.beta << " bias " << md.bias);
+                const std::size_t lda = k + 3, ldbt = k + 5, ldc = n + 4, c_rows = m + 1;
+                // n and k swapped on purpose: ops.b is then B^T (n rows of ldbt floats; ops.bias, k
+                // values, unused), `b` its values as k x n for the contract check.
+                const attn_test::DirectOperands ops(m, k, n, lda, ldbt, ldc, c_rows, md.beta, rng);
+                std::vector<float> b(k * n);
+                for (std::size_t j = 0; j < n; ++j) {
+                  for (std::size_t p = 0; p < k; ++p)
+                    b[p * n + j] = ops.b[j * ldbt + p];
+                }
+                std::vector<float> bias(n);
+                std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+                for (float& x : bias)
+                  x = dist(rng);
+                const float* bias_p = md.bias ? bias.data() : nullptr;
+                std::vector<float> plain = ops.c0, fetching = ops.c0;
+                kern->gemm_rows_t(k, ops.a.data(), lda, ops.b.data(), ldbt, plain.data(), ldc,
+                                  md.alpha, md.beta, m, n, bias_p);
+                kern->gemm_rows_t_prefetch(k, ops.a.data(), lda, ops.b.data(), ldbt,
+                                           fetching.data(), ldc, md.alpha, md.beta, m, n, bias_p);
+                const attn_test::DirectTile tile{m, n, k,      md.alpha, md.beta, ops.a, lda,
+                                                 b, n, bias_p, ops.c0,   ldc,     c_rows};
+                CHECK(attn_test::check_direct_tile(tile, fetching, plain) == 0);
+              }
             }
-            std::vector<float> bias(n);
-            std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-            for (float& x : bias)
-              x = dist(rng);
-            const float* bias_p = md.bias ? bias.data() : nullptr;
-            std::vector<float> plain = ops.c0, fetching = ops.c0;
-            kern->gemm_rows_t(k, ops.a.data(), lda, ops.b.data(), ldbt, plain.data(), ldc, md.alpha,
-                              md.beta, m, n, bias_p);
-            kern->gemm_rows_t_prefetch(k, ops.a.data(), lda, ops.b.data(), ldbt, fetching.data(),
-                                       ldc, md.alpha, md.beta, m, n, bias_p);
-            const attn_test::DirectTile tile{m, n, k,      md.alpha, md.beta, ops.a, lda,
-                                             b, n, bias_p, ops.c0,   ldc,     c_rows};
-            CHECK(attn_test::check_direct_tile(tile, fetching, plain) == 0);
           }
         }
-      }
-    }
-  }
+      });
   if (!ran) SUCCEED("no ISA here has the rows kernel (scalar only)");
 }

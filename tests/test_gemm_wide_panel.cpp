@@ -17,6 +17,7 @@
 
 #include "dispatch/kernels.hpp"
 #include "support/direct_tile_check.hpp"
+#include "support/kernel_tables.hpp"
 #include "support/test_support.hpp"
 
 namespace {
@@ -42,50 +43,47 @@ TEST_CASE("the wide tile on a packed panel writes the intrinsics tile's bits", "
                             {2.0f, -0.5f, true}};
   std::mt19937 rng(31);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  bool ran = false;
-  for (attn::Isa isa : attn_test::test_isas()) {
-    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
-    REQUIRE(kern != nullptr);
-    if (kern->gemm_wide_panel == nullptr) continue;
-    REQUIRE(kern->gemm_direct_wide != nullptr);
-    ran = true;
-    const std::size_t nr = kern->gemm_nr;
-    for (std::size_t m : {1, 4, 6, 7, 8, 12, 13}) {
-      for (std::size_t n : {nr * 9 / 16, nr}) {
-        for (std::size_t k : {13, 32, 33, 41, 100, 300}) {
-          for (const WideCase& cs : modes) {
-            INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k
-                        << " alpha " << cs.alpha << " beta " << cs.beta << " bias " << cs.bias);
-            // A with a row stride past k; the panel's rows nr floats apart (ldb == nr, as
-            // packed); C with 4 columns past n and one row below m (those must stay as they
-            // were).
-            const std::size_t lda = k + 5, ldc = n + 4, c_rows = m + 1;
-            std::vector<float> a(m * lda), b(k * nr), bias(n), c0(c_rows * ldc);
-            for (float& x : a)
-              x = dist(rng);
-            for (std::size_t p = 0; p < k; ++p) {
-              for (std::size_t j = 0; j < nr; ++j)
-                b[p * nr + j] = j < n ? dist(rng) : 0.0f;  // a packed panel's zero padding
+  const bool ran = attn_test::for_each_table_with(
+      [](const attn::detail::Kernels& k) { return k.gemm_wide_panel != nullptr; },
+      [&](attn::Isa isa, const attn::detail::Kernels* kern) {
+        REQUIRE(kern->gemm_direct_wide != nullptr);
+        const std::size_t nr = kern->gemm_nr;
+        for (std::size_t m : {1, 4, 6, 7, 8, 12, 13}) {
+          for (std::size_t n : {nr * 9 / 16, nr}) {
+            for (std::size_t k : {13, 32, 33, 41, 100, 300}) {
+              for (const WideCase& cs : modes) {
+                INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k
+                            << " alpha " << cs.alpha << " beta " << cs.beta << " bias " << cs.bias);
+                // A with a row stride past k; the panel's rows nr floats apart (ldb == nr, as
+                // packed); C with 4 columns past n and one row below m (those must stay as they
+                // were).
+                const std::size_t lda = k + 5, ldc = n + 4, c_rows = m + 1;
+                std::vector<float> a(m * lda), b(k * nr), bias(n), c0(c_rows * ldc);
+                for (float& x : a)
+                  x = dist(rng);
+                for (std::size_t p = 0; p < k; ++p) {
+                  for (std::size_t j = 0; j < nr; ++j)
+                    b[p * nr + j] = j < n ? dist(rng) : 0.0f;  // a packed panel's zero padding
+                }
+                for (float& x : bias)
+                  x = dist(rng);
+                for (float& x : c0)
+                  x = cs.beta == 0.0f ? attn_test::nan_f() : dist(rng);
+                std::vector<float> panel = c0, direct = c0;
+                const float* bias_p = cs.bias ? bias.data() : nullptr;
+                kern->gemm_wide_panel(k, a.data(), lda, b.data(), nr, panel.data(), ldc, cs.alpha,
+                                      cs.beta, m, n, bias_p);
+                kern->gemm_direct_wide(k, a.data(), lda, b.data(), nr, direct.data(), ldc, cs.alpha,
+                                       cs.beta, m, n, bias_p);
+                const attn_test::DirectTile tile{m, n,  k,      cs.alpha, cs.beta, a,     lda,
+                                                 b, nr, bias_p, c0,       ldc,     c_rows};
+                const std::size_t bad = attn_test::check_direct_tile(tile, panel, direct);
+                CHECK(bad == 0);
+              }
             }
-            for (float& x : bias)
-              x = dist(rng);
-            for (float& x : c0)
-              x = cs.beta == 0.0f ? attn_test::nan_f() : dist(rng);
-            std::vector<float> panel = c0, direct = c0;
-            const float* bias_p = cs.bias ? bias.data() : nullptr;
-            kern->gemm_wide_panel(k, a.data(), lda, b.data(), nr, panel.data(), ldc, cs.alpha,
-                                  cs.beta, m, n, bias_p);
-            kern->gemm_direct_wide(k, a.data(), lda, b.data(), nr, direct.data(), ldc, cs.alpha,
-                                   cs.beta, m, n, bias_p);
-            const attn_test::DirectTile tile{m, n,  k,      cs.alpha, cs.beta, a,     lda,
-                                             b, nr, bias_p, c0,       ldc,     c_rows};
-            const std::size_t bad = attn_test::check_direct_tile(tile, panel, direct);
-            CHECK(bad == 0);
           }
         }
-      }
-    }
-  }
+      });
   // AVX-512 has the loop; elsewhere (or where the CPU lacks it) there is nothing to compare.
   if (!ran) WARN("no ISA on this CPU has the wide panel tile");
 }
