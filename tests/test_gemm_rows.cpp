@@ -2,7 +2,9 @@
 // and true writes the same bits (one row of A then takes its wide passes, 16 or 8 rows of B at a
 // time, even where B's rows share L1 sets: matmul/gemm_rows_kernel.hpp) and meets the no-packing
 // tiles' contract on the m x n block, nothing else written and beta == 0 never reading C.
-// (Tolerance: support/direct_tile_check.hpp; how many rows of B a pass takes changes no sum.)
+// (Tolerance: support/direct_tile_check.hpp; how many rows of B a pass takes changes no sum.) The
+// flag changes speed only: a kernel that ignored it would pass here; what this catches is a wrong
+// sum from the wide passes at the strides where only the flag lets them run.
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <random>

@@ -46,7 +46,7 @@ bool rows_t_copies_a(const Kernels& kern, const GemmShape& shape, const GemmOper
 // Whether GemmPath::rows reads a row-major B of k x n floats at least as large as L3
 // (CpuInfo::l3_bytes), so from memory: Kernels::gemm_rows' b_beyond_l3. A CPU that reports less L3
 // than it has (the 8 MiB default where it reports none) passes it for some B that stay in L3,
-// whose rows then take the wide passes at strides that share L1 sets (1.1-1.6x the time there).
+// whose rows then take the wide passes at strides that share L1 sets (1.04-1.58x the time there).
 bool rows_b_beyond_l3(const GemmShape& shape);
 
 // Bytes of scratch gemm() needs for this shape and these operands on this many threads.

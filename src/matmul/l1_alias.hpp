@@ -4,8 +4,8 @@
 // keeps more of those rows' lines in flight than a set has ways evicts its own lines. Kernels
 // that read many rows of B at once (gemm_rows_kernel.hpp, the prefetching tiles of
 // gemm_kernel.hpp) read fewer at once at such strides (gemm_rows_kernel: unless B is as large as
-// L3, read from memory). (The measured losses were at multiples of
-// 4 KiB; 2 KiB multiples put 8 of 16 rows in a set, as many as its ways: unmeasured.)
+// L3, read from memory). (The measured losses were at multiples of 4 KiB; 2 KiB multiples put 8
+// of 16 rows in a set, as many as its ways: unmeasured.)
 // Include from ISA translation units only (ATTN_ISA_NS), as the kernels that use it are.
 #pragma once
 
