@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/context_state.hpp"
@@ -197,6 +198,37 @@ TEST_CASE("Scratch arena grows once per shape", "[context]") {
     ctx.release_scratch();
     CHECK(ctx.scratch_bytes() == 0);
   }
+}
+
+TEST_CASE("reserve_scratch grows the arena ahead of the calls", "[context]") {
+  attn::Context ctx;
+  CHECK(ctx.reserve_scratch(0).ok());
+  CHECK(ctx.scratch_bytes() == 0);
+  REQUIRE(ctx.reserve_scratch(100000).ok());
+  const std::size_t held = ctx.scratch_bytes();
+  CHECK(held >= 100000);
+  CHECK(ctx.peak_scratch_bytes() == held);
+  CHECK(ctx.reserve_scratch(1000).ok());  // smaller: the same arena
+  CHECK(ctx.scratch_bytes() == held);
+  // A call whose scratch fits keeps it (A^T takes the packed path, which needs scratch).
+  std::vector<float> a(64 * 64, 1.0f), c(64 * 64);
+  const auto av = attn::make_matrix<const float>(a.data(), 64, 64);
+  REQUIRE(attn::matmul(ctx, av, attn::Transpose::yes, av, attn::Transpose::no,
+                       attn::make_matrix(c.data(), 64, 64))
+              .ok());
+  CHECK(ctx.scratch_bytes() == held);
+  CHECK(c[0] == 64.0f);
+
+  const attn::Status s = ctx.reserve_scratch(SIZE_MAX);
+  INFO(s.message());
+  CHECK(s.code() == attn::StatusCode::out_of_memory);
+  CHECK(std::string(s.message()).find("reserve_scratch") != std::string::npos);
+  CHECK(std::string(s.message()).find(std::to_string(SIZE_MAX)) != std::string::npos);
+  CHECK(ctx.scratch_bytes() == held);
+
+  attn::Context moved = std::move(ctx);
+  CHECK(ctx.reserve_scratch(64).code() == attn::StatusCode::out_of_memory);
+  CHECK(moved.scratch_bytes() == held);
 }
 
 #if defined(__linux__)

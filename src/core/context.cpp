@@ -140,6 +140,21 @@ std::size_t Context::scratch_bytes() const noexcept {
 std::size_t Context::peak_scratch_bytes() const noexcept {
   return state_ ? state_->peak_bytes : 0;
 }
+Status Context::reserve_scratch(std::size_t bytes) noexcept {
+  if (state_ == nullptr) {
+    return Status::Error(StatusCode::out_of_memory,
+                         "Context: no state (moved from, or its allocation failed)");
+  }
+  if (bytes == 0) return Status::Ok();
+  void* arena = nullptr;
+  const Status s = state_->scratch(bytes, &arena);
+  if (!s.ok()) {
+    return Status::Error(StatusCode::out_of_memory,
+                         "Context::reserve_scratch: could not allocate bytes = %zu of scratch",
+                         bytes);
+  }
+  return s;
+}
 void Context::release_scratch() noexcept {
   if (state_ != nullptr) state_->release();
 }

@@ -9,7 +9,8 @@
 // OpenMP runtime build its team), further calls of matmul (with B as a view or a PackedMatrix),
 // exp, softmax, attention (with and without weights, with every mask part) and self_attention
 // (with the weights as views or a PackedSelfAttention) make no allocation and no free, on one
-// thread and on several, on every ISA. Also: an allocation failure (of the scratch, or of
+// thread and on several, on every ISA; a Context given another's peak by reserve_scratch makes
+// no allocation in its first calls either. Also: an allocation failure (of the scratch, or of
 // pack_matrix's copy) becomes out_of_memory with nothing written; pack_self_attention copies the
 // weights only where they lie apart. Not built with sanitizers (which
 // replace the allocator themselves).
@@ -436,6 +437,44 @@ TEST_CASE("no allocation in steady state: every routine, every ISA, 1 and severa
         CHECK(allocs == 0);
         CHECK(frees == 0);
       }
+    }
+  }
+}
+
+TEST_CASE("a Context reserved to another's peak scratch allocates nothing in its first calls",
+          "[alloc]") {
+  // Context::reserve_scratch: the allocation at start-up instead of in the first call of each
+  // shape. The OpenMP team of a given size is the runtime's, built by the first Context's calls.
+  Workload work;
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (int threads : {1, 2}) {
+      INFO("isa " << attn::isa_name(isa) << ", " << threads << " threads");
+      attn::Context first = attn_test::make_context(isa, threads);
+      attn::PackedMatrix packed;
+      REQUIRE(attn::pack_matrix(first, attn::make_matrix<const float>(work.pb.data(), 300, 700),
+                                attn::Transpose::no, &packed)
+                  .ok());
+      work.packed = &packed;
+      attn::PackedSelfAttention layer;
+      REQUIRE(attn::pack_self_attention(first, work.self_attention_params(), &layer).ok());
+      work.layer = &layer;
+      REQUIRE(work.run(first) == 0);
+      const std::size_t peak = first.peak_scratch_bytes();
+      CHECK(peak > 0);
+
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      {
+        Counting count;
+        REQUIRE(ctx.reserve_scratch(peak).ok());
+        CHECK(count.allocs() == 1);
+      }
+      Counting count;
+      REQUIRE(work.run(ctx) == 0);
+      const long allocs = count.allocs(), frees = count.frees();
+      INFO("allocation sites" << Counting::sites());
+      CHECK(allocs == 0);
+      CHECK(frees == 0);
+      CHECK(ctx.scratch_bytes() == peak);
     }
   }
 }
