@@ -145,15 +145,15 @@ Status Context::reserve_scratch(std::size_t bytes) noexcept {
     return Status::Error(StatusCode::out_of_memory,
                          "Context: no state (moved from, or its allocation failed)");
   }
-  if (bytes == 0) return Status::Ok();
+  if (bytes <= state_->arena_bytes) return Status::Ok();
   void* arena = nullptr;
-  const Status s = state_->scratch(bytes, &arena);
-  if (!s.ok()) {
+  if (!state_->scratch(bytes, &arena).ok()) {
     return Status::Error(StatusCode::out_of_memory,
                          "Context::reserve_scratch: could not allocate bytes = %zu of scratch",
                          bytes);
   }
-  return s;
+  detail::touch_pages(arena, state_->arena_bytes);
+  return Status::Ok();
 }
 void Context::release_scratch() noexcept {
   if (state_ != nullptr) state_->release();

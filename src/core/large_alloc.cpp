@@ -24,4 +24,10 @@ void* alloc_large(std::size_t bytes) noexcept {
   return p;
 }
 
+void touch_pages(void* p, std::size_t bytes) noexcept {
+  auto* c = static_cast<volatile char*>(p);
+  for (std::size_t i = 0; i < bytes; i += kTouchStrideBytes)
+    c[i] = 0;
+}
+
 }  // namespace attn::detail

@@ -17,4 +17,10 @@ inline constexpr std::size_t kLargeAllocAlign = 64;
 // nullptr if the allocation fails or `bytes` exceeds PTRDIFF_MAX.
 void* alloc_large(std::size_t bytes) noexcept;
 
+// Writes a zero byte on every kTouchStrideBytes of [p, p + bytes), so that the kernel maps each
+// page now (the page faults of a fresh block: one per 4 KiB page unless huge pages back it)
+// rather than in the first call that uses the block.
+inline constexpr std::size_t kTouchStrideBytes = 4096;
+void touch_pages(void* p, std::size_t bytes) noexcept;
+
 }  // namespace attn::detail
