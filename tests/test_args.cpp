@@ -283,6 +283,57 @@ TEST_CASE("attention rejects bad arguments and writes nothing", "[args][attentio
   CHECK(p.clean());
 }
 
+TEST_CASE("a last dimension of one element, or an empty view, ignores strides[3]",
+          "[args][attention]") {
+  // README "Overlap": a dimension of size 1 ignores its stride, whatever it is; the last one too.
+  // Dk = 1 (q and k rows of one element), Lk = 1 for the additive mask and the weights: the same
+  // bits as with strides[3] = 1, on every ISA.
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    attn::Context ctx = attn_test::make_context(isa);
+    Problem p;
+    p.Dk = 1;
+    p.q.resize(p.B * p.Hq * p.Lq);
+    p.k.resize(p.B * p.Hkv * p.Lk);
+    REQUIRE(p.run(ctx, {}).ok());
+    const std::vector<float> want = p.out;
+    auto q = p.tq(), k = p.tk();
+    q.strides[3] = 0;
+    k.strides[3] = -7;
+    p.out.assign(p.out.size(), kSentinel);
+    REQUIRE(attn::attention(ctx, q, k, p.tv(), p.tout(), {}).ok());
+    CHECK(p.out == want);
+
+    // One key: the mask's and the weights' rows hold one element each.
+    const std::size_t Lk = 1;
+    std::vector<float> k1(p.B * p.Hkv * p.Dk, 0.5f), v1(p.B * p.Hkv * p.Dv, 0.25f);
+    std::vector<float> bias(p.Lq, -1.0f), w1(p.B * p.Hq * p.Lq, kSentinel);
+    const auto tk1 = attn::make_bhsd<const float>(k1.data(), p.B, p.Hkv, Lk, p.Dk);
+    const auto tv1 = attn::make_bhsd<const float>(v1.data(), p.B, p.Hkv, Lk, p.Dv);
+    attn::AttentionOptions o;
+    o.mask = attn::Mask().with_additive(attn::make_bhsd<const float>(bias.data(), 1, 1, p.Lq, Lk));
+    o.weights = attn::make_bhsd(w1.data(), p.B, p.Hq, p.Lq, Lk);
+    REQUIRE(attn::attention(ctx, p.tq(), tk1, tv1, p.tout(), o).ok());
+    const std::vector<float> want_out = p.out, want_w = w1;
+    o.mask.additive.strides[3] = 3;
+    o.weights.strides[3] = 0;
+    p.out.assign(p.out.size(), kSentinel);
+    w1.assign(w1.size(), kSentinel);
+    REQUIRE(attn::attention(ctx, p.tq(), tk1, tv1, p.tout(), o).ok());
+    CHECK(p.out == want_out);
+    CHECK(w1 == want_w);
+
+    // Empty views reach nothing: any strides.
+    auto empty_q = attn::make_bhsd<const float>(p.q.data(), 0, p.Hq, p.Lq, p.Dk);
+    auto empty_out = attn::make_bhsd(p.out.data(), 0, p.Hq, p.Lq, p.Dv);
+    empty_q.strides = {0, 0, 0, 0};
+    empty_out.strides[3] = 0;
+    const auto empty_k = attn::make_bhsd<const float>(p.k.data(), 0, p.Hkv, p.Lk, p.Dk);
+    const auto empty_v = attn::make_bhsd<const float>(p.v.data(), 0, p.Hkv, p.Lk, p.Dv);
+    CHECK(attn::attention(ctx, empty_q, empty_k, empty_v, empty_out, {}).ok());
+  }
+}
+
 TEST_CASE("self_attention rejects bad arguments and writes nothing", "[args][self_attention]") {
   attn::Context ctx;
   const std::size_t batch = 2, seq = 3, dm = 8, heads = 2, dk = 4;

@@ -20,10 +20,10 @@ struct AttentionOptions {
 // q [B, Hq, Lq, Dk], k [B, Hkv, Lk, Dk], v [B, Hkv, Lk, Dv], out [B, Hq, Lq, Dv].
 // Hq % Hkv == 0: query head h uses key/value head h / (Hq / Hkv) (grouped-query attention;
 // Hkv == 1 is multi-query). Lq != Lk (cross-attention) and Dk != Dv are allowed. Every view's
-// last stride must be 1; other strides are free (BSHD views read heads in place). Lq == 0 or
-// B == 0 or Hq == 0 is valid and writes nothing; Lk == 0 is valid and writes zeros (every row is
-// fully masked). out and weights must not overlap each other or any input.
-// Errors: invalid_argument, unsupported, out_of_memory; on error nothing is written.
+// last stride must be 1 where its last dimension is longer than 1; other strides are free (BSHD
+// views read heads in place). Lq == 0 or B == 0 or Hq == 0 is valid and writes nothing; Lk == 0 is
+// valid and writes zeros (every row is fully masked). out and weights must not overlap each other
+// or any input. Errors: invalid_argument, unsupported, out_of_memory; on error nothing is written.
 Status attention(Context& ctx, TensorView<const float> q, TensorView<const float> k,
                  TensorView<const float> v, TensorView<float> out,
                  const AttentionOptions& options = {});

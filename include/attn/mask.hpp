@@ -36,7 +36,7 @@ struct Mask {
   // key's k and v are still used (0 * inf is NaN), so block keys whose data may not be finite
   // with the boolean mask or key lengths. Shape [B or 1, Hq or 1, Lq, Lk]: a dimension of
   // size 1 broadcasts (its stride is ignored), so a plain Lq x Lk matrix (the seed's mask) is
-  // make_bhsd(ptr, 1, 1, Lq, Lk). The last stride must be 1.
+  // make_bhsd(ptr, 1, 1, Lq, Lk). The last stride must be 1 (where Lk > 1).
   Mask with_additive(TensorView<const float> bias) const {
     Mask m = *this;
     m.additive = bias;

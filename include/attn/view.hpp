@@ -30,7 +30,8 @@ enum class Transpose { no, yes };
 
 // A rank-4 tensor in attention's logical order [batch, heads, seq, dim]. Element (b, h, s, d) is
 // data[b*strides[0] + h*strides[1] + s*strides[2] + d*strides[3]]. Attention requires
-// strides[3] == 1; other strides may be anything, including 0 (broadcast) for masks.
+// strides[3] == 1 where shape[3] > 1 (a dimension of size 1 ignores its stride); other strides
+// may be anything, including 0 (broadcast) for masks.
 template <class T>
 struct TensorView {
   T* data = nullptr;

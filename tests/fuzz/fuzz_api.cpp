@@ -909,25 +909,38 @@ void fuzz_attention(FuzzedDataProvider& fdp, attn::Context& ctx) {
         fault = false;
       }
       break;
-    case 2: {  // a last stride other than 1
+    case 2: {  // a last stride other than 1, a fault where that dimension holds 2 or more
       const std::ptrdiff_t st = fdp.PickValueInArray<std::ptrdiff_t>({0, 2, -1, 7});
+      // A view with no element, or one per row, ignores strides[3] (README "Overlap").
+      const auto used = [](const auto& t) {
+        for (std::size_t n : t.shape)
+          if (n == 0) return false;
+        return t.shape[3] > 1;
+      };
       switch (fdp.ConsumeIntegralInRange<int>(0, 4)) {
         case 0:
           qv.strides[3] = st;
+          fault = used(qv);
           break;
         case 1:
           kv.strides[3] = st;
+          fault = used(kv);
           break;
         case 2:
           vv.strides[3] = st;
+          fault = used(vv);
           break;
         case 3:
           ov.strides[3] = st;
+          fault = used(ov);
           break;
         default:
           o.weights = weights.view();
           o.weights.data = o.weights.data ? o.weights.data : const_cast<float*>(&kSentinel);
           o.weights.strides[3] = st;
+          // Without weights asked for, the placeholder's shape [0, 0, 0, 0] is a fault anyway
+          // unless it is [B, Hq, Lq, Lk].
+          fault = used(o.weights) || o.weights.shape != std::array<std::size_t, 4>{B, Hq, Lq, Lk};
       }
       break;
     }
