@@ -28,6 +28,9 @@ AttentionCase with_mask(AttentionCase c, unsigned bits, attn_test::Rng& rng) {
   c.additive_bcast_b = c.additive_bcast_h = (bits & 64);
   c.allowed = bits & 32;
   c.allowed_bcast_h = (bits & 128);
+  // Query rows broadcast (a [B, 1, 1, Lk] padding bias) in about a third of the cases.
+  c.additive_bcast_q = ((bits >> 2) ^ bits) % 3 == 0;
+  c.allowed_bcast_q = ((bits >> 3) ^ bits) % 3 == 1;
   return c;
 }
 
@@ -273,6 +276,57 @@ TEST_CASE("attention: wide heads split a KV head's query heads across tasks, few
       c = with_mask(c, bits, rng);
       attn_test::check_attention_case_everywhere(c, {1, 2});
       ++n;
+    }
+  }
+}
+
+TEST_CASE("attention: a mask of one query row per sequence broadcasts over the query rows",
+          "[attention][mask]") {
+  // The padding bias PyTorch and Hugging Face pass: the same bits as the mask written out for
+  // every query row, on every ISA, for the additive and the boolean part, on the small-problem,
+  // tiled and decoding paths (Lq 5, 70 and 1), and through self_attention.
+  const std::size_t B = 2, H = 3, lk = 67, d = 16;
+  attn_test::Rng rng(27);
+  const auto k = rng.uniform_vec(B * H * lk * d), v = rng.uniform_vec(B * H * lk * d);
+  std::vector<float> bias = rng.uniform_vec(B * lk, -2.0f, 2.0f);
+  std::vector<std::uint8_t> keep(B * lk);
+  for (std::size_t j = 0; j < B * lk; ++j) {
+    keep[j] = rng.uniform(0.0f, 1.0f) < 0.8f ? 1 : 0;
+    if (j % 9 == 4) bias[j] = -INFINITY;
+  }
+  const auto tk = attn::make_bhsd<const float>(k.data(), B, H, lk, d);
+  const auto tv = attn::make_bhsd<const float>(v.data(), B, H, lk, d);
+  for (const std::size_t lq : {std::size_t{5}, std::size_t{70}, std::size_t{1}}) {
+    const auto q = rng.uniform_vec(B * H * lq * d);
+    const auto tq = attn::make_bhsd<const float>(q.data(), B, H, lq, d);
+    std::vector<float> full_bias(B * lq * lk);
+    std::vector<std::uint8_t> full_keep(B * lq * lk);
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t i = 0; i < lq; ++i)
+        for (std::size_t j = 0; j < lk; ++j) {
+          full_bias[(b * lq + i) * lk + j] = bias[b * lk + j];
+          full_keep[(b * lq + i) * lk + j] = keep[b * lk + j];
+        }
+    attn::AttentionOptions row, full;
+    row.mask = attn::Mask()
+                   .with_additive(attn::make_bhsd<const float>(bias.data(), B, 1, 1, lk))
+                   .with_allowed(attn::make_bhsd<const std::uint8_t>(keep.data(), B, 1, 1, lk));
+    full.mask =
+        attn::Mask()
+            .with_additive(attn::make_bhsd<const float>(full_bias.data(), B, 1, lq, lk))
+            .with_allowed(attn::make_bhsd<const std::uint8_t>(full_keep.data(), B, 1, lq, lk));
+    for (attn::Isa isa : attn_test::test_isas()) {
+      INFO("isa " << attn::isa_name(isa) << ", Lq " << lq);
+      attn::Context ctx = attn_test::make_context(isa);
+      std::vector<float> want(B * H * lq * d), got(B * H * lq * d), ww(B * H * lq * lk),
+          wg(B * H * lq * lk);
+      full.weights = attn::make_bhsd(ww.data(), B, H, lq, lk);
+      row.weights = attn::make_bhsd(wg.data(), B, H, lq, lk);
+      REQUIRE(
+          attn::attention(ctx, tq, tk, tv, attn::make_bhsd(want.data(), B, H, lq, d), full).ok());
+      REQUIRE(attn::attention(ctx, tq, tk, tv, attn::make_bhsd(got.data(), B, H, lq, d), row).ok());
+      CHECK(got == want);
+      CHECK(wg == ww);
     }
   }
 }

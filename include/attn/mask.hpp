@@ -34,9 +34,10 @@ struct Mask {
 
   // Added to the scaled scores; a -inf entry gives its key weight 0, but arithmetically: that
   // key's k and v are still used (0 * inf is NaN), so block keys whose data may not be finite
-  // with the boolean mask or key lengths. Shape [B or 1, Hq or 1, Lq, Lk]: a dimension of
+  // with the boolean mask or key lengths. Shape [B or 1, Hq or 1, Lq or 1, Lk]: a dimension of
   // size 1 broadcasts (its stride is ignored), so a plain Lq x Lk matrix (the seed's mask) is
-  // make_bhsd(ptr, 1, 1, Lq, Lk). The last stride must be 1 (where Lk > 1).
+  // make_bhsd(ptr, 1, 1, Lq, Lk) and a per-sequence key bias (padding) [B, 1, 1, Lk]. The last
+  // stride must be 1 (where Lk > 1).
   Mask with_additive(TensorView<const float> bias) const {
     Mask m = *this;
     m.additive = bias;

@@ -1,6 +1,7 @@
 // The mask of one (batch, head) as the drivers use it: the structural parts (causal, window, key
 // length) reduce to a contiguous range of keys per query row; the boolean and additive parts are
-// read with their broadcast strides.
+// read with their broadcast strides (a dimension of size 1, the query rows' too, repeats its one
+// row).
 #pragma once
 
 #include <cmath>
@@ -34,13 +35,13 @@ class MaskRows {
       const auto& t = mask.allowed;
       allowed_ = t.data + (t.shape[0] == 1 ? 0 : static_cast<std::ptrdiff_t>(b) * t.strides[0]) +
                  (t.shape[1] == 1 ? 0 : static_cast<std::ptrdiff_t>(h) * t.strides[1]);
-      allowed_row_stride_ = t.strides[2];
+      allowed_row_stride_ = t.shape[2] == 1 ? 0 : t.strides[2];
     }
     if (mask.additive.data) {
       const auto& t = mask.additive;
       additive_ = t.data + (t.shape[0] == 1 ? 0 : static_cast<std::ptrdiff_t>(b) * t.strides[0]) +
                   (t.shape[1] == 1 ? 0 : static_cast<std::ptrdiff_t>(h) * t.strides[1]);
-      additive_row_stride_ = t.strides[2];
+      additive_row_stride_ = t.shape[2] == 1 ? 0 : t.strides[2];
     }
   }
 

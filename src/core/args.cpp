@@ -36,7 +36,7 @@ Status validate_mask(const char* fn, const OptionNames& on, const Mask& mask, st
   const char* dim_names[4] = {"batch", "heads", "Lq", "Lk"};
   auto check_shape = [&](const char* arg, const std::array<std::size_t, 4>& shape) {
     for (int d = 0; d < 4; ++d) {
-      const bool broadcast = d < 2 && shape[d] == 1;
+      const bool broadcast = d < 3 && shape[d] == 1;  // batch, heads and queries; not keys
       if (shape[d] != want[d] && !broadcast) {
         return Status::Error(StatusCode::invalid_argument,
                              "%s: %s has shape [%zu, %zu, %zu, %zu], which does not broadcast to "

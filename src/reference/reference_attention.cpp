@@ -38,7 +38,7 @@ bool blocked(const Mask& mask, const AttentionDims& d, std::size_t b, std::size_
   if (mask.key_lengths != nullptr && jj >= mask.key_lengths[b]) return true;
   if (mask.allowed.data != nullptr) {
     const auto& t = mask.allowed;
-    if (t(bcast(b, t.shape[0]), bcast(h, t.shape[1]), i, j) == 0) return true;
+    if (t(bcast(b, t.shape[0]), bcast(h, t.shape[1]), bcast(i, t.shape[2]), j) == 0) return true;
   }
   return false;
 }
@@ -46,7 +46,7 @@ bool blocked(const Mask& mask, const AttentionDims& d, std::size_t b, std::size_
 double additive(const Mask& mask, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
   if (mask.additive.data == nullptr) return 0.0;
   const auto& t = mask.additive;
-  return t(bcast(b, t.shape[0]), bcast(h, t.shape[1]), i, j);
+  return t(bcast(b, t.shape[0]), bcast(h, t.shape[1]), bcast(i, t.shape[2]), j);
 }
 
 }  // namespace
@@ -154,8 +154,8 @@ Status self_attention_validated(const MatrixView<const float>& x, const SelfAtte
   }
   // Each view is bounded alone; rows times a projection's or the heads' width may still wrap
   // (x of 2^33 rows against Wq of 2^31 columns): more than memory holds.
-  for (std::size_t cols : {params.q.weight.cols, params.k.weight.cols, params.v.weight.cols,
-                           d.heads_q * d.dim_v}) {
+  for (std::size_t cols :
+       {params.q.weight.cols, params.k.weight.cols, params.v.weight.cols, d.heads_q * d.dim_v}) {
     std::size_t floats = 0;
     if (!detail::mul_ok(rows, cols, &floats) || !detail::mul_ok(floats, sizeof(float), &floats)) {
       return Status::Error(StatusCode::out_of_memory,

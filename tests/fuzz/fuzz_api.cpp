@@ -779,7 +779,8 @@ struct MaskOracle {
     if (mask->key_lengths != nullptr && jj >= (*lengths)[b]) return false;
     if (mask->allowed.data != nullptr) {
       const auto& s = allowed->layout.shape;
-      if (allowed->at(s[0] == 1 ? 0 : b, s[1] == 1 ? 0 : h, i, j) == 0) return false;
+      if (allowed->at(s[0] == 1 ? 0 : b, s[1] == 1 ? 0 : h, s[2] == 1 ? 0 : i, j) == 0)
+        return false;
     }
     return true;
   }
@@ -837,15 +838,20 @@ void fuzz_attention(FuzzedDataProvider& fdp, attn::Context& ctx) {
     if (B == 0) opt.mask.key_lengths = fdp.ConsumeBool() ? &unused : nullptr;
   }
   if (fdp.ConsumeIntegralInRange<int>(0, 2) == 0) {
-    make_tensor(fdp, &bias, {fdp.ConsumeBool() ? 1 : B, fdp.ConsumeBool() ? 1 : Hq, Lq, Lk}, true);
+    make_tensor(
+        fdp, &bias,
+        {fdp.ConsumeBool() ? 1 : B, fdp.ConsumeBool() ? 1 : Hq, fdp.ConsumeBool() ? 1 : Lq, Lk},
+        true);
     fill(val, &bias);
     for (float& x : bias.buf.mem)
       if (val.bits() % 6 == 0) x = -attn_test::inf_f();
     opt.mask = opt.mask.with_additive(bias.view());
   }
   if (fdp.ConsumeIntegralInRange<int>(0, 2) == 0) {
-    make_tensor(fdp, &allowed, {fdp.ConsumeBool() ? 1 : B, fdp.ConsumeBool() ? 1 : Hq, Lq, Lk},
-                true);
+    make_tensor(
+        fdp, &allowed,
+        {fdp.ConsumeBool() ? 1 : B, fdp.ConsumeBool() ? 1 : Hq, fdp.ConsumeBool() ? 1 : Lq, Lk},
+        true);
     const int density = fdp.ConsumeIntegralInRange<int>(0, 4);  // 0: nothing allowed
     for (auto& x : allowed.buf.mem)
       x = static_cast<int>(val.bits() % 4) < density
@@ -992,7 +998,7 @@ void fuzz_attention(FuzzedDataProvider& fdp, attn::Context& ctx) {
       const bool use_bias = fdp.ConsumeBool();
       const int d = fdp.ConsumeIntegralInRange<int>(0, 3);
       Shape4 shape = {B, Hq, Lq, Lk};
-      shape[d] = d < 2 ? (shape[d] == 2 ? 3 : 2) : shape[d] + 1;  // never 1 or the right size
+      shape[d] = d < 3 ? (shape[d] == 2 ? 3 : 2) : shape[d] + 1;  // never 1 or the right size
       if (use_bias) {
         o.mask.additive = bias.view();
         o.mask.additive.data = o.mask.additive.data ? o.mask.additive.data : &kSentinel;
@@ -1144,7 +1150,7 @@ void fuzz_attention(FuzzedDataProvider& fdp, attn::Context& ctx) {
           double bj = 0.0;
           if (o.mask.additive.data != nullptr) {
             const auto& bs = bias.layout.shape;
-            const float bf = bias.at(bs[0] == 1 ? 0 : b, bs[1] == 1 ? 0 : h, i, j);
+            const float bf = bias.at(bs[0] == 1 ? 0 : b, bs[1] == 1 ? 0 : h, bs[2] == 1 ? 0 : i, j);
             bj = std::isinf(bf) ? 0.0 : std::fabs(double(bf));  // NaN: the row is NaN anyway
           }
           dot_max = std::fmax(dot_max, dot);
@@ -1258,7 +1264,8 @@ void fuzz_self_attention(FuzzedDataProvider& fdp, attn::Context& ctx) {
   }
   Tensor<float> bias, weights;
   if (fdp.ConsumeIntegralInRange<int>(0, 2) == 0) {
-    make_tensor(fdp, &bias, {fdp.ConsumeBool() ? 1 : batch, 1, seq, seq}, true);
+    make_tensor(fdp, &bias, {fdp.ConsumeBool() ? 1 : batch, 1, fdp.ConsumeBool() ? 1 : seq, seq},
+                true);
     fill(val, &bias);
     for (float& e : bias.buf.mem)
       if (val.bits() % 5 == 0) e = -attn_test::inf_f();

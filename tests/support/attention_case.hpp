@@ -33,8 +33,10 @@ struct AttentionCase {
   std::size_t window_left = 0, window_right = 0;
   attn::CausalAlign window_align = attn::CausalAlign::top_left;
   bool key_lengths = false;
+  // _bcast_b, _h, _q: the mask's batch, head or query dimension of size 1 (broadcast).
   bool additive = false, additive_bcast_b = false, additive_bcast_h = false;
-  bool allowed = false, allowed_bcast_b = false, allowed_bcast_h = false;
+  bool additive_bcast_q = false;
+  bool allowed = false, allowed_bcast_b = false, allowed_bcast_h = false, allowed_bcast_q = false;
   bool bshd = false;  // q, k, v, out as [B, S, H, D] with padded rows
   bool weights = false;
   float scale = 0.0f;
@@ -68,23 +70,25 @@ class AttentionProblem {
     }
     if (c.additive) {
       const std::size_t bb = c.additive_bcast_b ? 1 : c.B, hh = c.additive_bcast_h ? 1 : c.Hq;
-      bias_ = rng.uniform_vec(bb * hh * c.Lq * c.Lk, -2.0f, 2.0f);
+      const std::size_t qq = c.additive_bcast_q ? 1 : c.Lq;
+      bias_ = rng.uniform_vec(bb * hh * qq * c.Lk, -2.0f, 2.0f);
       for (float& x : bias_) {
         if (rng.uniform(0.0f, 1.0f) < 0.15f) x = -INFINITY;
       }
-      bias_view_ = attn::make_bhsd<const float>(bias_.data(), bb, hh, c.Lq, c.Lk);
+      bias_view_ = attn::make_bhsd<const float>(bias_.data(), bb, hh, qq, c.Lk);
     }
     if (c.allowed) {
       const std::size_t bb = c.allowed_bcast_b ? 1 : c.B, hh = c.allowed_bcast_h ? 1 : c.Hq;
-      allowed_.resize(bb * hh * c.Lq * c.Lk);
+      const std::size_t qq = c.allowed_bcast_q ? 1 : c.Lq;
+      allowed_.resize(bb * hh * qq * c.Lk);
       for (auto& x : allowed_)
         x = rng.uniform(0.0f, 1.0f) < 0.7f ? 1 : 0;
       // One fully blocked query row, to exercise the zero-row contract.
-      if (c.Lq > 1) {
+      if (qq > 1) {
         for (std::size_t j = 0; j < c.Lk; ++j)
           allowed_[(c.Lq - 1) * c.Lk + j] = 0;
       }
-      allowed_view_ = attn::make_bhsd<const std::uint8_t>(allowed_.data(), bb, hh, c.Lq, c.Lk);
+      allowed_view_ = attn::make_bhsd<const std::uint8_t>(allowed_.data(), bb, hh, qq, c.Lk);
     }
   }
 
@@ -152,7 +156,8 @@ class AttentionProblem {
         dot += std::fabs(double(tq(b, h, i, x)) * tk(b, hk, j, x));
       double bias = 0.0;
       if (c_.additive) {
-        const float bj = bias_view_(c_.additive_bcast_b ? 0 : b, c_.additive_bcast_h ? 0 : h, i, j);
+        const float bj = bias_view_(c_.additive_bcast_b ? 0 : b, c_.additive_bcast_h ? 0 : h,
+                                    c_.additive_bcast_q ? 0 : i, j);
         bias = std::isinf(bj) ? 0.0 : std::fabs(bj);
       }
       s_abs = std::fmax(s_abs, std::fabs(scale) * dot + bias);
@@ -224,9 +229,11 @@ inline std::ostream& operator<<(std::ostream& os, const AttentionCase& c) {
   if (c.window) os << " window(" << c.window_left << "," << c.window_right << ")";
   if (c.key_lengths) os << " key_lengths";
   if (c.additive)
-    os << " additive" << (c.additive_bcast_b ? "(1b)" : "") << (c.additive_bcast_h ? "(1h)" : "");
+    os << " additive" << (c.additive_bcast_b ? "(1b)" : "") << (c.additive_bcast_h ? "(1h)" : "")
+       << (c.additive_bcast_q ? "(1q)" : "");
   if (c.allowed)
-    os << " allowed" << (c.allowed_bcast_b ? "(1b)" : "") << (c.allowed_bcast_h ? "(1h)" : "");
+    os << " allowed" << (c.allowed_bcast_b ? "(1b)" : "") << (c.allowed_bcast_h ? "(1h)" : "")
+       << (c.allowed_bcast_q ? "(1q)" : "");
   if (c.bshd) os << " bshd";
   if (c.weights) os << " weights";
   if (c.scale != 0.0f) os << " scale " << c.scale;
