@@ -283,22 +283,22 @@ TEST_CASE("attention: wide heads split a KV head's query heads across tasks, few
 TEST_CASE("attention: a mask of one query row per sequence broadcasts over the query rows",
           "[attention][mask]") {
   // The padding bias PyTorch and Hugging Face pass: the same bits as the mask written out for
-  // every query row, on every ISA, for the additive and the boolean part, on the small-problem,
-  // tiled and decoding paths (Lq 5, 70 and 1), and through self_attention.
-  const std::size_t B = 2, H = 3, lk = 67, d = 16;
+  // every query row, on every ISA, for the additive and the boolean part, weights included, on
+  // the small-problem path (Lk <= kSmallRowKeys), the tiled one and decoding (one query row).
+  // (self_attention hands its mask to the same code; the fuzzer draws such masks for both.)
+  const std::size_t B = 2, H = 3, d = 16;
   attn_test::Rng rng(27);
-  const auto k = rng.uniform_vec(B * H * lk * d), v = rng.uniform_vec(B * H * lk * d);
-  std::vector<float> bias = rng.uniform_vec(B * lk, -2.0f, 2.0f);
-  std::vector<std::uint8_t> keep(B * lk);
-  for (std::size_t j = 0; j < B * lk; ++j) {
-    keep[j] = rng.uniform(0.0f, 1.0f) < 0.8f ? 1 : 0;
-    if (j % 9 == 4) bias[j] = -INFINITY;
-  }
-  const auto tk = attn::make_bhsd<const float>(k.data(), B, H, lk, d);
-  const auto tv = attn::make_bhsd<const float>(v.data(), B, H, lk, d);
-  for (const std::size_t lq : {std::size_t{5}, std::size_t{70}, std::size_t{1}}) {
-    const auto q = rng.uniform_vec(B * H * lq * d);
-    const auto tq = attn::make_bhsd<const float>(q.data(), B, H, lq, d);
+  const std::size_t shapes[][2] = {{5, 20}, {70, 67}, {1, 67}};  // Lq, Lk
+  for (const auto& shape : shapes) {
+    const std::size_t lq = shape[0], lk = shape[1];
+    const auto q = rng.uniform_vec(B * H * lq * d), k = rng.uniform_vec(B * H * lk * d),
+               v = rng.uniform_vec(B * H * lk * d);
+    std::vector<float> bias = rng.uniform_vec(B * lk, -2.0f, 2.0f);
+    std::vector<std::uint8_t> keep(B * lk);
+    for (std::size_t j = 0; j < B * lk; ++j) {
+      keep[j] = rng.uniform(0.0f, 1.0f) < 0.8f ? 1 : 0;
+      if (j % 9 == 4) bias[j] = -INFINITY;
+    }
     std::vector<float> full_bias(B * lq * lk);
     std::vector<std::uint8_t> full_keep(B * lq * lk);
     for (std::size_t b = 0; b < B; ++b)
@@ -307,6 +307,9 @@ TEST_CASE("attention: a mask of one query row per sequence broadcasts over the q
           full_bias[(b * lq + i) * lk + j] = bias[b * lk + j];
           full_keep[(b * lq + i) * lk + j] = keep[b * lk + j];
         }
+    const auto tq = attn::make_bhsd<const float>(q.data(), B, H, lq, d);
+    const auto tk = attn::make_bhsd<const float>(k.data(), B, H, lk, d);
+    const auto tv = attn::make_bhsd<const float>(v.data(), B, H, lk, d);
     attn::AttentionOptions row, full;
     row.mask = attn::Mask()
                    .with_additive(attn::make_bhsd<const float>(bias.data(), B, 1, 1, lk))
@@ -316,7 +319,7 @@ TEST_CASE("attention: a mask of one query row per sequence broadcasts over the q
             .with_additive(attn::make_bhsd<const float>(full_bias.data(), B, 1, lq, lk))
             .with_allowed(attn::make_bhsd<const std::uint8_t>(full_keep.data(), B, 1, lq, lk));
     for (attn::Isa isa : attn_test::test_isas()) {
-      INFO("isa " << attn::isa_name(isa) << ", Lq " << lq);
+      INFO("isa " << attn::isa_name(isa) << ", Lq " << lq << ", Lk " << lk);
       attn::Context ctx = attn_test::make_context(isa);
       std::vector<float> want(B * H * lq * d), got(B * H * lq * d), ww(B * H * lq * lk),
           wg(B * H * lq * lk);
@@ -327,6 +330,12 @@ TEST_CASE("attention: a mask of one query row per sequence broadcasts over the q
       REQUIRE(attn::attention(ctx, tq, tk, tv, attn::make_bhsd(got.data(), B, H, lq, d), row).ok());
       CHECK(got == want);
       CHECK(wg == ww);
+      // Without weights (the decoding and tiled paths differ there).
+      full.weights = row.weights = {};
+      REQUIRE(
+          attn::attention(ctx, tq, tk, tv, attn::make_bhsd(want.data(), B, H, lq, d), full).ok());
+      REQUIRE(attn::attention(ctx, tq, tk, tv, attn::make_bhsd(got.data(), B, H, lq, d), row).ok());
+      CHECK(got == want);
     }
   }
 }
