@@ -204,6 +204,25 @@ TEST_CASE("Scratch arena grows once per shape", "[context]") {
   }
 }
 
+// README "Guarantees": attn's calls throw nothing, and say so to the compiler; a Status is
+// [[nodiscard]] (a dropped one warns, which a test cannot observe without a compiler run).
+static_assert(noexcept(attn::matmul(std::declval<attn::Context&>(), {}, attn::Transpose::no, {},
+                                    attn::Transpose::no, {})));
+static_assert(noexcept(attn::matmul(std::declval<attn::Context&>(), {}, attn::Transpose::no,
+                                    std::declval<const attn::PackedMatrix&>(), {})));
+static_assert(noexcept(attn::pack_matrix(std::declval<attn::Context&>(), {}, attn::Transpose::no,
+                                         nullptr)));
+static_assert(noexcept(attn::exp(std::declval<attn::Context&>(), nullptr, nullptr, 0)));
+static_assert(noexcept(attn::softmax(std::declval<attn::Context&>(), {}, {})));
+static_assert(noexcept(attn::attention(std::declval<attn::Context&>(), {}, {}, {}, {})));
+static_assert(noexcept(attn::self_attention(std::declval<attn::Context&>(), {}, 1,
+                                            attn::SelfAttentionParams{}, {})));
+static_assert(noexcept(attn::pack_self_attention(std::declval<attn::Context&>(),
+                                                 attn::SelfAttentionParams{}, nullptr)));
+static_assert(noexcept(attn::self_attention(std::declval<attn::Context&>(), {}, 1,
+                                            std::declval<const attn::PackedSelfAttention&>(),
+                                            attn::AttentionOptions{}, {})));
+
 TEST_CASE("reserve_scratch grows the arena ahead of the calls", "[context]") {
   attn::Context ctx;
   CHECK(ctx.reserve_scratch(0).ok());

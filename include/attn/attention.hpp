@@ -26,6 +26,6 @@ struct AttentionOptions {
 // or any input. Errors: invalid_argument, unsupported, out_of_memory; on error nothing is written.
 Status attention(Context& ctx, TensorView<const float> q, TensorView<const float> k,
                  TensorView<const float> v, TensorView<float> out,
-                 const AttentionOptions& options = {});
+                 const AttentionOptions& options = {}) noexcept;
 
 }  // namespace attn

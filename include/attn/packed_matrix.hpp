@@ -39,7 +39,7 @@ class PackedMatrix {
 
  private:
   friend Status pack_matrix(Context& ctx, MatrixView<const float> b, Transpose tb,
-                            PackedMatrix* out);
+                            PackedMatrix* out) noexcept;
   float* data_ = nullptr;  // 64-byte aligned (2 MiB from 2 MiB on); nullptr when bytes_ == 0
   std::size_t rows_ = 0, cols_ = 0, bytes_ = 0;
   Isa isa_ = Isa::scalar;
@@ -52,6 +52,7 @@ class PackedMatrix {
 // success *out holds the packed matrix (its previous contents are freed); on error *out is
 // untouched.
 // Errors: invalid_argument (b's shape, stride or null data, out == nullptr), out_of_memory.
-Status pack_matrix(Context& ctx, MatrixView<const float> b, Transpose tb, PackedMatrix* out);
+Status pack_matrix(Context& ctx, MatrixView<const float> b, Transpose tb,
+                   PackedMatrix* out) noexcept;
 
 }  // namespace attn

@@ -36,7 +36,7 @@ struct SelfAttentionParams {
 // attention(Q, K, V) with params.attention, then out = heads Wo + bo.
 // Errors: invalid_argument, unsupported, out_of_memory; on error nothing is written.
 Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch,
-                      const SelfAttentionParams& params, MatrixView<float> out);
+                      const SelfAttentionParams& params, MatrixView<float> out) noexcept;
 
 // A self-attention layer's weights packed once for many calls (pack_self_attention, when a model
 // loads): Wq, Wk and Wv side by side as one PackedMatrix, so that one GEMM projects all three
@@ -72,7 +72,7 @@ class PackedSelfAttention {
 
  private:
   friend Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
-                                    PackedSelfAttention* out);
+                                    PackedSelfAttention* out) noexcept;
   PackedMatrix qkv_, o_;
   float* biases_ = nullptr;  // one allocation: qkv_bias_ and o_bias_ point into it
   const float* qkv_bias_ = nullptr;
@@ -86,7 +86,7 @@ class PackedSelfAttention {
 // Errors: invalid_argument (the weights as self_attention checks them, out == nullptr),
 // out_of_memory.
 Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
-                           PackedSelfAttention* out);
+                           PackedSelfAttention* out) noexcept;
 
 // self_attention with the layer's weights packed: x [batch * seq, layer.d_model()], out
 // [batch * seq, layer.d_out()], options as params.attention above. Within the same bounds as the
@@ -94,6 +94,6 @@ Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
 // Errors as above, and invalid_argument when layer is empty or was packed for another ISA.
 Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch,
                       const PackedSelfAttention& layer, const AttentionOptions& options,
-                      MatrixView<float> out);
+                      MatrixView<float> out) noexcept;
 
 }  // namespace attn

@@ -1,4 +1,5 @@
-// Status: the result of every public attn call. Nothing in attn throws or aborts on bad input.
+// Status: the result of every public attn call. Nothing in attn throws (the calls are noexcept) or
+// aborts on bad input.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,9 @@ enum class StatusCode {
 
 // A code and a message. The message lives inline (no heap), so constructing, copying and
 // returning a Status never allocates, never throws, and an ok Status costs one int.
-class Status {
+// [[nodiscard]]: a call whose Status is dropped draws a compiler warning (cast to void to
+// ignore one on purpose).
+class [[nodiscard]] Status {
  public:
   static constexpr std::size_t kMaxMessage = 240;
 

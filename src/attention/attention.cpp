@@ -10,7 +10,7 @@ namespace attn {
 
 Status attention(Context& ctx, TensorView<const float> q, TensorView<const float> k,
                  TensorView<const float> v, TensorView<float> out,
-                 const AttentionOptions& options) {
+                 const AttentionOptions& options) noexcept {
   constexpr const char* fn = "attention";
   detail::ContextState* st = nullptr;
   ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));

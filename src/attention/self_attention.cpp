@@ -160,7 +160,7 @@ Status run_self_attention(detail::ContextState* st, const MatrixView<const float
 }  // namespace
 
 Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch,
-                      const SelfAttentionParams& params, MatrixView<float> out) {
+                      const SelfAttentionParams& params, MatrixView<float> out) noexcept {
   constexpr const char* fn = "self_attention";
   detail::ContextState* st = nullptr;
   ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
@@ -215,7 +215,7 @@ PackedSelfAttention& PackedSelfAttention::operator=(PackedSelfAttention&& other)
 }
 
 Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
-                           PackedSelfAttention* out) {
+                           PackedSelfAttention* out) noexcept {
   constexpr const char* fn = "pack_self_attention";
   detail::ContextState* st = nullptr;
   ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
@@ -316,7 +316,7 @@ Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
 
 Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch,
                       const PackedSelfAttention& layer, const AttentionOptions& options,
-                      MatrixView<float> out) {
+                      MatrixView<float> out) noexcept {
   constexpr const char* fn = "self_attention";
   detail::ContextState* st = nullptr;
   ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));

@@ -53,7 +53,7 @@ Status take_scratch(detail::ContextState* st, const detail::GemmShape& s, float 
 }  // namespace
 
 Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, MatrixView<const float> b,
-              Transpose tb, MatrixView<float> c, float alpha, float beta) {
+              Transpose tb, MatrixView<float> c, float alpha, float beta) noexcept {
   constexpr const char* fn = "matmul";
   detail::ContextState* st = nullptr;
   ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
@@ -89,7 +89,7 @@ Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, MatrixView<
 }
 
 Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, const PackedMatrix& b,
-              MatrixView<float> c, float alpha, float beta) {
+              MatrixView<float> c, float alpha, float beta) noexcept {
   constexpr const char* fn = "matmul";
   detail::ContextState* st = nullptr;
   ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));

@@ -39,7 +39,8 @@ PackedMatrix& PackedMatrix::operator=(PackedMatrix&& other) noexcept {
   return *this;
 }
 
-Status pack_matrix(Context& ctx, MatrixView<const float> b, Transpose tb, PackedMatrix* out) {
+Status pack_matrix(Context& ctx, MatrixView<const float> b, Transpose tb,
+                   PackedMatrix* out) noexcept {
   constexpr const char* fn = "pack_matrix";
   detail::ContextState* st = nullptr;
   ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));

@@ -19,7 +19,7 @@ constexpr std::size_t kExpChunk = 1 << 12;
 
 }  // namespace
 
-Status exp(Context& ctx, const float* x, float* y, std::size_t n) {
+Status exp(Context& ctx, const float* x, float* y, std::size_t n) noexcept {
   constexpr const char* fn = "exp";
   detail::ContextState* st = nullptr;
   ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
@@ -38,7 +38,7 @@ Status exp(Context& ctx, const float* x, float* y, std::size_t n) {
   return Status::Ok();
 }
 
-Status softmax(Context& ctx, MatrixView<const float> x, MatrixView<float> y) {
+Status softmax(Context& ctx, MatrixView<const float> x, MatrixView<float> y) noexcept {
   constexpr const char* fn = "softmax";
   detail::ContextState* st = nullptr;
   ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
