@@ -45,7 +45,8 @@ class Context {
 
   // unsupported if this build or CPU lacks the ISA (the ISA is unchanged).
   Status set_isa(Isa isa) noexcept;
-  // The ISA every call through this Context runs.
+  // The ISA every call through this Context runs while init_status() is ok (with a bad ATTN_ISA
+  // the calls fail and this is the ISA the constructor would have picked; scalar when moved from).
   Isa isa() const noexcept;
 
   // ok, or why ATTN_ISA could not be honoured (or out_of_memory if the Context's own state

@@ -9,8 +9,10 @@
 namespace attn {
 
 // c = alpha * op(a) * op(b) + beta * c, where op(x) is x or its transpose.
-// Shapes: op(a) is m x k, op(b) is k x n, c is m x n. k == 0 is valid (c = beta * c).
-// When beta == 0, c is never read (it may hold NaN or uninitialised memory).
+// Shapes: op(a) is m x k, op(b) is k x n, c is m x n. k == 0 is valid: each sum is empty, -0
+// (the sums start there, as the reference's do), so c = alpha * -0 + beta * c as IEEE says
+// (beta == 0: -0 for alpha >= 0; alpha infinite: NaN). When beta == 0, c is never read (it may
+// hold NaN or uninitialised memory).
 // c must not overlap a or b. Errors: invalid_argument (shapes, strides, null data, overlap,
 // byte-size overflow), unsupported, out_of_memory; on error c is untouched.
 // Threads: rows (and, for few rows, columns) of c are split among ctx.num_threads(); k is never
