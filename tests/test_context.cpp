@@ -271,7 +271,7 @@ TEST_CASE("reserve_scratch maps the arena's pages before the calls", "[context]"
   attn::Context ctx;
   REQUIRE(ctx.reserve_scratch(kBytes).ok());
   void* p = nullptr;
-  REQUIRE(ctx.state()->scratch(kBytes, &p).ok());
+  REQUIRE(ctx.state()->scratch("test", kBytes, &p).ok());
   auto* c = static_cast<volatile char*>(p);
   const long before = minor_faults();
   for (std::size_t i = 0; i < kBytes; i += 4096)
@@ -323,14 +323,14 @@ TEST_CASE("A scratch arena of 2 MiB or more starts on a 2 MiB boundary", "[conte
   attn::Context ctx;
   REQUIRE(ctx.state() != nullptr);
   void* p = nullptr;
-  REQUIRE(ctx.state()->scratch(100000, &p).ok());
+  REQUIRE(ctx.state()->scratch("test", 100000, &p).ok());
   CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
   constexpr std::size_t kHuge = attn::detail::kHugePageBytes;
-  REQUIRE(ctx.state()->scratch(3 * kHuge / 2, &p).ok());
+  REQUIRE(ctx.state()->scratch("test", 3 * kHuge / 2, &p).ok());
   check_huge_block(p);
   CHECK(ctx.scratch_bytes() >= 3 * kHuge / 2);
   void* again = nullptr;
-  REQUIRE(ctx.state()->scratch(kHuge, &again).ok());  // no larger: the same arena
+  REQUIRE(ctx.state()->scratch("test", kHuge, &again).ok());  // no larger: the same arena
   CHECK(again == p);
 }
 

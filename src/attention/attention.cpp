@@ -24,7 +24,7 @@ Status attention(Context& ctx, TensorView<const float> q, TensorView<const float
   call.options = detail::with_plain_row_strides(options, &plain_options);
   void* scratch = nullptr;
   ATTN_RETURN_IF_ERROR(
-      st->scratch(detail::attention_scratch_bytes(*st->kernels, st->threads, call), &scratch));
+      st->scratch(fn, detail::attention_scratch_bytes(*st->kernels, st->threads, call), &scratch));
   detail::attention_run(*st->kernels, st->threads, call, scratch);
   return Status::Ok();
 }

@@ -140,7 +140,7 @@ Status run_self_attention(detail::ContextState* st, const MatrixView<const float
                           (o != nullptr ? ScratchCarver::rounded(heads_floats * sizeof(float)) : 0),
                       work);
   void* scratch = nullptr;
-  ATTN_RETURN_IF_ERROR(st->scratch(bytes, &scratch));
+  ATTN_RETURN_IF_ERROR(st->scratch("self_attention", bytes, &scratch));
   ScratchCarver carve(scratch);
   qkv_buf = carve.take<float>(qkv_floats);
   if (o != nullptr) heads_out = carve.take<float>(heads_floats);

@@ -8,7 +8,7 @@
 namespace attn {
 namespace detail {
 
-Status ContextState::scratch(std::size_t bytes, void** out) noexcept {
+Status ContextState::scratch(const char* fn, std::size_t bytes, void** out) noexcept {
   if (bytes <= arena_bytes) {
     *out = arena;
     return Status::Ok();
@@ -22,8 +22,8 @@ Status ContextState::scratch(std::size_t bytes, void** out) noexcept {
   // 0.995x, 768^3 0.993x, 2048^3 1.009x (level; not taken).
   void* p = alloc_large(rounded);
   if (p == nullptr) {
-    return Status::Error(StatusCode::out_of_memory, "attn: could not allocate %zu bytes of scratch",
-                         bytes);
+    return Status::Error(StatusCode::out_of_memory, "%s: could not allocate %zu bytes of scratch",
+                         fn, bytes);
   }
   std::free(arena);
   arena = p;
@@ -147,11 +147,7 @@ Status Context::reserve_scratch(std::size_t bytes) noexcept {
   }
   if (bytes <= state_->arena_bytes) return Status::Ok();
   void* arena = nullptr;
-  if (!state_->scratch(bytes, &arena).ok()) {
-    return Status::Error(StatusCode::out_of_memory,
-                         "Context::reserve_scratch: could not allocate bytes = %zu of scratch",
-                         bytes);
-  }
+  ATTN_RETURN_IF_ERROR(state_->scratch("Context::reserve_scratch", bytes, &arena));
   detail::touch_pages(arena, state_->arena_bytes);
   return Status::Ok();
 }

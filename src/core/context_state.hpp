@@ -25,8 +25,9 @@ struct ContextState {
   std::size_t peak_bytes = 0;
 
   // Makes the arena at least `bytes` long (its contents are not kept) and returns it; the only
-  // place attn allocates. out_of_memory if the allocation fails.
-  Status scratch(std::size_t bytes, void** out) noexcept;
+  // place attn allocates. out_of_memory if the allocation fails, its message naming the calling
+  // function `fn` and the bytes.
+  Status scratch(const char* fn, std::size_t bytes, void** out) noexcept;
   void release() noexcept;
 };
 

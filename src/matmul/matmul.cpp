@@ -43,7 +43,7 @@ Status take_scratch(detail::ContextState* st, const detail::GemmShape& s, float 
   const std::size_t bytes = detail::sat_add(product_bytes, driver_bytes);
   if (bytes == 0) return Status::Ok();
   void* scratch = nullptr;
-  ATTN_RETURN_IF_ERROR(st->scratch(bytes, &scratch));
+  ATTN_RETURN_IF_ERROR(st->scratch("matmul", bytes, &scratch));
   detail::ScratchCarver carve(scratch);
   if (product_bytes > 0) *product = carve.take<float>(s.m * s.n);
   *work = carve.take_bytes(driver_bytes);
