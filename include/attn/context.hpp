@@ -57,12 +57,12 @@ class Context {
   std::size_t scratch_bytes() const noexcept;
   std::size_t peak_scratch_bytes() const noexcept;
   // Grows the arena now to at least `bytes` (nothing if it holds that much already) and touches
-  // its pages, so that a program can make the allocation and take its page faults when it starts
-  // instead of in its first call of each shape:
-  // for example with the peak_scratch_bytes() of a run over the shapes and thread count it will
-  // use, on the same ISA and CPU (the scratch a call takes depends on both: block sizes follow
-  // the caches). A call whose scratch fits the arena allocates nothing. out_of_memory (naming
-  // the bytes) if the allocation fails; the arena is then unchanged.
+  // its pages, so that a program makes the allocation and takes its page faults when it starts
+  // instead of in its first call of each shape: for example with the peak_scratch_bytes() of a
+  // run over the shapes and thread count it will use, on the same ISA and CPU (the scratch a call
+  // takes depends on both: block sizes follow the caches). A call whose scratch fits the arena
+  // allocates nothing. out_of_memory (naming the bytes) if the allocation fails; the arena is
+  // then unchanged.
   Status reserve_scratch(std::size_t bytes) noexcept;
   // Frees the arena; the next call allocates again.
   void release_scratch() noexcept;
