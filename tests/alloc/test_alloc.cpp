@@ -236,10 +236,23 @@ struct Workload {
   // matmul: 97 x 83 x 61, both transposes, alpha and beta; A B^T 32 x 2100 x 300 (B^T 2.5 MB,
   // over half of L2: computed as its transpose, GemmPath::c_transposed, where L2 is under 5 MB).
   std::vector<float> a, b, c, ta, tb, tc;
-  // matmul with a PackedMatrix (when set): 40 x 700 x 300 (threaded), pb packed by the caller.
+  // matmul with a PackedMatrix (when set): 40 x 700 x 300 (threaded), pb packed by pack_for.
   std::vector<float> pa, pb, pc;
   const attn::PackedMatrix* packed = nullptr;
   const attn::PackedSelfAttention* layer = nullptr;  // self_attention's weights packed, when set
+  attn::PackedMatrix packed_b;
+  attn::PackedSelfAttention packed_layer;
+
+  // Packs B and the layer for ctx's ISA into packed_b and packed_layer (their allocations, to be
+  // made before any counting) and points packed and layer at them.
+  void pack_for(attn::Context& ctx) {
+    REQUIRE(attn::pack_matrix(ctx, attn::make_matrix<const float>(pb.data(), 300, 700),
+                              attn::Transpose::no, &packed_b)
+                .ok());
+    REQUIRE(attn::pack_self_attention(ctx, self_attention_params(), &packed_layer).ok());
+    packed = &packed_b;
+    layer = &packed_layer;
+  }
   // exp: long enough for the threaded path (>= 2^16).
   std::vector<float> ex, ey;
   // softmax: 3 x 30000 (>= 2^16 elements, threaded), and a small in-place one.
@@ -416,14 +429,7 @@ TEST_CASE("no allocation in steady state: every routine, every ISA, 1 and severa
     for (int threads : {1, 2, 3}) {
       INFO("isa " << attn::isa_name(isa) << ", " << threads << " threads");
       attn::Context ctx = attn_test::make_context(isa, threads);
-      attn::PackedMatrix packed;  // its one allocation, before any counting
-      REQUIRE(attn::pack_matrix(ctx, attn::make_matrix<const float>(work.pb.data(), 300, 700),
-                                attn::Transpose::no, &packed)
-                  .ok());
-      work.packed = &packed;
-      attn::PackedSelfAttention layer;
-      REQUIRE(attn::pack_self_attention(ctx, work.self_attention_params(), &layer).ok());
-      work.layer = &layer;
+      work.pack_for(ctx);
       {
         Counting count;
         REQUIRE(work.run(ctx) == 0);  // warm-up: grows the arena, starts the OpenMP team
@@ -450,14 +456,7 @@ TEST_CASE("a Context reserved to another's peak scratch allocates nothing in its
     for (int threads : {1, 2}) {
       INFO("isa " << attn::isa_name(isa) << ", " << threads << " threads");
       attn::Context first = attn_test::make_context(isa, threads);
-      attn::PackedMatrix packed;
-      REQUIRE(attn::pack_matrix(first, attn::make_matrix<const float>(work.pb.data(), 300, 700),
-                                attn::Transpose::no, &packed)
-                  .ok());
-      work.packed = &packed;
-      attn::PackedSelfAttention layer;
-      REQUIRE(attn::pack_self_attention(first, work.self_attention_params(), &layer).ok());
-      work.layer = &layer;
+      work.pack_for(first);
       REQUIRE(work.run(first) == 0);
       const std::size_t peak = first.peak_scratch_bytes();
       CHECK(peak > 0);
