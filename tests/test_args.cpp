@@ -283,7 +283,7 @@ TEST_CASE("attention rejects bad arguments and writes nothing", "[args][attentio
   CHECK(p.clean());
 }
 
-TEST_CASE("a last dimension of one element, or an empty view, ignores strides[3]",
+TEST_CASE("a last dimension of one element, or an empty view, ignores the last stride",
           "[args][attention]") {
   // README "Overlap": a dimension of size 1 ignores its stride, whatever it is; the last one too.
   // Dk = 1 (q and k rows of one element), Lk = 1 for the additive mask and the weights: the same
