@@ -250,7 +250,10 @@ TEST_CASE("reserve_scratch grows the arena ahead of the calls", "[context]") {
   CHECK(ctx.scratch_bytes() == held);
 
   attn::Context moved = std::move(ctx);
-  CHECK(ctx.reserve_scratch(64).code() == attn::StatusCode::out_of_memory);
+  const attn::Status moved_from = ctx.reserve_scratch(64);
+  CHECK(moved_from.code() == attn::StatusCode::out_of_memory);
+  CHECK(std::string(moved_from.message())
+            .find("Context::reserve_scratch: the Context has no state") == 0);
   CHECK(moved.scratch_bytes() == held);
 }
 

@@ -95,8 +95,7 @@ Status Context::set_num_threads(int n) noexcept {
                          "Context::set_num_threads: n is %d; it must be >= 1", n);
   }
   if (state_ == nullptr) {
-    return Status::Error(StatusCode::out_of_memory,
-                         "Context: no state (moved from, or its allocation failed)");
+    return detail::unusable_state(nullptr, "Context::set_num_threads");
   }
   state_->threads = n;
   return Status::Ok();
@@ -108,8 +107,7 @@ int Context::num_threads() const noexcept {
 
 Status Context::set_isa(Isa isa) noexcept {
   if (state_ == nullptr) {
-    return Status::Error(StatusCode::out_of_memory,
-                         "Context: no state (moved from, or its allocation failed)");
+    return detail::unusable_state(nullptr, "Context::set_isa");
   }
   if (!isa_supported(isa)) {
     return Status::Error(StatusCode::unsupported,
@@ -128,8 +126,7 @@ Isa Context::isa() const noexcept {
 
 Status Context::init_status() const noexcept {
   if (state_ == nullptr) {
-    return Status::Error(StatusCode::out_of_memory,
-                         "Context: no state (moved from, or its allocation failed)");
+    return detail::unusable_state(nullptr, "Context::init_status");
   }
   return state_->init;
 }
@@ -142,8 +139,7 @@ std::size_t Context::peak_scratch_bytes() const noexcept {
 }
 Status Context::reserve_scratch(std::size_t bytes) noexcept {
   if (state_ == nullptr) {
-    return Status::Error(StatusCode::out_of_memory,
-                         "Context: no state (moved from, or its allocation failed)");
+    return detail::unusable_state(nullptr, "Context::reserve_scratch");
   }
   if (bytes <= state_->arena_bytes) return Status::Ok();
   void* arena = nullptr;

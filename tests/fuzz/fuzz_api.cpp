@@ -944,7 +944,7 @@ void fuzz_attention(FuzzedDataProvider& fdp, attn::Context& ctx) {
           o.weights = weights.view();
           o.weights.data = o.weights.data ? o.weights.data : const_cast<float*>(&kSentinel);
           o.weights.strides[3] = st;
-          // Without weights asked for, the placeholder's shape [0, 0, 0, 0] is a fault anyway
+          // Without weights asked for, the view is the empty tensor's, shape [0, 0, 0, 0]: a fault
           // unless it is [B, Hq, Lq, Lk].
           fault = used(o.weights) || o.weights.shape != std::array<std::size_t, 4>{B, Hq, Lq, Lk};
       }
