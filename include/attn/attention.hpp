@@ -2,6 +2,7 @@
 #pragma once
 
 #include "attn/context.hpp"
+#include "attn/export.hpp"
 #include "attn/mask.hpp"
 #include "attn/status.hpp"
 #include "attn/view.hpp"
@@ -24,8 +25,8 @@ struct AttentionOptions {
 // views read heads in place). Lq == 0 or B == 0 or Hq == 0 is valid and writes nothing; Lk == 0 is
 // valid and writes zeros (every row is fully masked). out and weights must not overlap each other
 // or any input. Errors: invalid_argument, unsupported, out_of_memory; on error nothing is written.
-Status attention(Context& ctx, TensorView<const float> q, TensorView<const float> k,
-                 TensorView<const float> v, TensorView<float> out,
-                 const AttentionOptions& options = {}) noexcept;
+ATTN_API Status attention(Context& ctx, TensorView<const float> q, TensorView<const float> k,
+                          TensorView<const float> v, TensorView<float> out,
+                          const AttentionOptions& options = {}) noexcept;
 
 }  // namespace attn

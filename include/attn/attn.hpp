@@ -3,6 +3,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/context.hpp"
+#include "attn/export.hpp"
 #include "attn/isa.hpp"
 #include "attn/mask.hpp"
 #include "attn/matmul.hpp"

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 
+#include "attn/export.hpp"
 #include "attn/isa.hpp"
 #include "attn/status.hpp"
 
@@ -30,7 +31,7 @@ struct ContextState;
 // (scalar|sse2|avx2|avx512|neon). If ATTN_ISA names an unknown or unsupported ISA, init_status()
 // holds the error and every call returns it until set_isa() succeeds: attn never silently runs
 // another ISA than the one asked for.
-class Context {
+class ATTN_API Context {
  public:
   Context() noexcept;
   ~Context();

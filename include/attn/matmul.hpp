@@ -2,6 +2,7 @@
 #pragma once
 
 #include "attn/context.hpp"
+#include "attn/export.hpp"
 #include "attn/packed_matrix.hpp"
 #include "attn/status.hpp"
 #include "attn/view.hpp"
@@ -17,15 +18,16 @@ namespace attn {
 // byte-size overflow), unsupported, out_of_memory; on error c is untouched.
 // Threads: rows (and, for few rows, columns) of c are split among ctx.num_threads(); k is never
 // split, so the result is bit-identical for any thread count.
-Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, MatrixView<const float> b,
-              Transpose tb, MatrixView<float> c, float alpha = 1.0f, float beta = 0.0f) noexcept;
+ATTN_API Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta,
+                       MatrixView<const float> b, Transpose tb, MatrixView<float> c,
+                       float alpha = 1.0f, float beta = 0.0f) noexcept;
 
 // c = alpha * op(a) * B + beta * c with B packed by pack_matrix (op(b) there, k x n): the same
 // contract and threads as above, without packing B in the call. It pays where the call would
 // pack B (products of more than a few rows against a B beyond half of L2, README "Pre-packed
 // weights" has the numbers), and is bit-identical for any thread count. Errors as above, and
 // invalid_argument when b is empty or was packed for another ISA than ctx's.
-Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, const PackedMatrix& b,
-              MatrixView<float> c, float alpha = 1.0f, float beta = 0.0f) noexcept;
+ATTN_API Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, const PackedMatrix& b,
+                       MatrixView<float> c, float alpha = 1.0f, float beta = 0.0f) noexcept;
 
 }  // namespace attn

@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "attn/context.hpp"
+#include "attn/export.hpp"
 #include "attn/isa.hpp"
 #include "attn/status.hpp"
 #include "attn/view.hpp"
@@ -16,7 +17,7 @@ namespace attn {
 // sliver of the block's rows x NR (KC and NR are the ISA's, see README "How it works"). It owns its
 // memory; it does not refer to the matrix it was packed from. Move-only. An empty PackedMatrix
 // (default-constructed or moved from) has no ISA and serves no product.
-class PackedMatrix {
+class ATTN_API PackedMatrix {
  public:
   PackedMatrix() noexcept = default;
   ~PackedMatrix();
@@ -52,7 +53,7 @@ class PackedMatrix {
 // success *out holds the packed matrix (its previous contents are freed); on error *out is
 // untouched.
 // Errors: invalid_argument (b's shape, stride or null data, out == nullptr), out_of_memory.
-Status pack_matrix(Context& ctx, MatrixView<const float> b, Transpose tb,
-                   PackedMatrix* out) noexcept;
+ATTN_API Status pack_matrix(Context& ctx, MatrixView<const float> b, Transpose tb,
+                            PackedMatrix* out) noexcept;
 
 }  // namespace attn

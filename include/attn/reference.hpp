@@ -8,6 +8,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/context.hpp"
+#include "attn/export.hpp"
 #include "attn/self_attention.hpp"
 #include "attn/status.hpp"
 #include "attn/view.hpp"
@@ -15,14 +16,15 @@
 namespace attn::reference {
 
 // Each output is the double-precision result rounded once to float.
-Status matmul(MatrixView<const float> a, Transpose ta, MatrixView<const float> b, Transpose tb,
-              MatrixView<float> c, float alpha = 1.0f, float beta = 0.0f);
-Status exp(const float* x, float* y, std::size_t n);
-Status softmax(MatrixView<const float> x, MatrixView<float> y);
-Status attention(TensorView<const float> q, TensorView<const float> k, TensorView<const float> v,
-                 TensorView<float> out, const AttentionOptions& options = {});
-Status self_attention(MatrixView<const float> x, std::size_t batch,
-                      const SelfAttentionParams& params, MatrixView<float> out);
+ATTN_API Status matmul(MatrixView<const float> a, Transpose ta, MatrixView<const float> b,
+                       Transpose tb, MatrixView<float> c, float alpha = 1.0f, float beta = 0.0f);
+ATTN_API Status exp(const float* x, float* y, std::size_t n);
+ATTN_API Status softmax(MatrixView<const float> x, MatrixView<float> y);
+ATTN_API Status attention(TensorView<const float> q, TensorView<const float> k,
+                          TensorView<const float> v, TensorView<float> out,
+                          const AttentionOptions& options = {});
+ATTN_API Status self_attention(MatrixView<const float> x, std::size_t batch,
+                               const SelfAttentionParams& params, MatrixView<float> out);
 
 inline Status matmul(Context&, MatrixView<const float> a, Transpose ta, MatrixView<const float> b,
                      Transpose tb, MatrixView<float> c, float alpha = 1.0f, float beta = 0.0f) {

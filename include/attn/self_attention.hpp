@@ -5,6 +5,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/context.hpp"
+#include "attn/export.hpp"
 #include "attn/isa.hpp"
 #include "attn/packed_matrix.hpp"
 #include "attn/status.hpp"
@@ -35,15 +36,15 @@ struct SelfAttentionParams {
 // [batch * seq, d_out]. Q = x Wq + bq, K = x Wk + bk, V = x Wv + bv, split into heads,
 // attention(Q, K, V) with params.attention, then out = heads Wo + bo.
 // Errors: invalid_argument, unsupported, out_of_memory; on error nothing is written.
-Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch,
-                      const SelfAttentionParams& params, MatrixView<float> out) noexcept;
+ATTN_API Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch,
+                               const SelfAttentionParams& params, MatrixView<float> out) noexcept;
 
 // A self-attention layer's weights packed once for many calls (pack_self_attention, when a model
 // loads): Wq, Wk and Wv side by side as one PackedMatrix, so that one GEMM projects all three
 // whether or not they lie side by side in memory; Wo as another; a copy of the biases. It refers
 // to nothing of the SelfAttentionParams it was packed from. Move-only; empty when
 // default-constructed or moved from.
-class PackedSelfAttention {
+class ATTN_API PackedSelfAttention {
  public:
   PackedSelfAttention() noexcept = default;
   ~PackedSelfAttention();
@@ -85,15 +86,15 @@ class PackedSelfAttention {
 // layer's allocations happen here. On error *out is untouched.
 // Errors: invalid_argument (the weights as self_attention checks them, out == nullptr),
 // out_of_memory.
-Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
-                           PackedSelfAttention* out) noexcept;
+ATTN_API Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
+                                    PackedSelfAttention* out) noexcept;
 
 // self_attention with the layer's weights packed: x [batch * seq, layer.d_model()], out
 // [batch * seq, layer.d_out()], options as params.attention above. Within the same bounds as the
 // call with the weights' views, not always the same bits (the projections may take other tiles).
 // Errors as above, and invalid_argument when layer is empty or was packed for another ISA.
-Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch,
-                      const PackedSelfAttention& layer, const AttentionOptions& options,
-                      MatrixView<float> out) noexcept;
+ATTN_API Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch,
+                               const PackedSelfAttention& layer, const AttentionOptions& options,
+                               MatrixView<float> out) noexcept;
 
 }  // namespace attn

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 
+#include "attn/export.hpp"
+
 namespace attn {
 
 enum class StatusCode {
@@ -17,7 +19,7 @@ enum class StatusCode {
 // returning a Status never allocates, never throws, and an ok Status costs one int.
 // [[nodiscard]]: a call whose Status is dropped draws a compiler warning (cast to void to
 // ignore one on purpose).
-class [[nodiscard]] Status {
+class [[nodiscard]] ATTN_API Status {
  public:
   static constexpr std::size_t kMaxMessage = 240;
 
@@ -51,6 +53,6 @@ class [[nodiscard]] Status {
 };
 
 // "ok", "invalid_argument", "unsupported", "out_of_memory".
-const char* status_code_name(StatusCode code) noexcept;
+ATTN_API const char* status_code_name(StatusCode code) noexcept;
 
 }  // namespace attn

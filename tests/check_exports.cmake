@@ -1,0 +1,59 @@
+# Checks that a shared libattn exports the public API (include/attn, ATTN_API) and nothing else.
+#
+#   cmake -DNM=<nm> -DLIB=libattn.so -P check_exports.cmake
+#
+# Every defined dynamic symbol must be in namespace attn and outside attn::detail (no kernel, no
+# xsimd or std:: template instantiation), and each public function below must be there.
+cmake_policy(SET CMP0057 NEW)  # if(IN_LIST)
+foreach(var NM LIB)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "check_exports: -D${var}=... is required")
+  endif()
+endforeach()
+execute_process(COMMAND "${NM}" -D -C --defined-only "${LIB}" OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "check_exports: ${NM} -D failed on ${LIB}")
+endif()
+string(REPLACE ";" "\\;" out "${out}")
+string(REPLACE "\n" ";" lines "${out}")
+
+set(api
+    "attn::attention(" "attn::matmul(" "attn::pack_matrix(" "attn::self_attention("
+    "attn::pack_self_attention(" "attn::exp(" "attn::softmax(" "attn::isa_name("
+    "attn::parse_isa(" "attn::isa_supported(" "attn::best_isa(" "attn::status_code_name("
+    "attn::Status::Error(" "attn::Context::Context(" "attn::Context::reserve_scratch("
+    "attn::PackedMatrix::~PackedMatrix(" "attn::PackedSelfAttention::~PackedSelfAttention("
+    "attn::reference::matmul(" "attn::reference::exp(" "attn::reference::softmax("
+    "attn::reference::attention(" "attn::reference::self_attention(")
+set(found "")
+set(count 0)
+set(bad 0)
+foreach(line IN LISTS lines)
+  if(NOT line MATCHES "^[0-9a-fA-F]* [A-Za-z] (.*)$")
+    continue()
+  endif()
+  set(sym "${CMAKE_MATCH_1}")
+  math(EXPR count "${count} + 1")
+  if(NOT sym MATCHES "^attn::" OR sym MATCHES "attn::detail")
+    math(EXPR bad "${bad} + 1")
+    message("exported, not public: ${sym}")
+    continue()
+  endif()
+  foreach(name IN LISTS api)
+    string(FIND "${sym}" "${name}" at)
+    if(at EQUAL 0)
+      list(APPEND found "${name}")
+    endif()
+  endforeach()
+endforeach()
+foreach(name IN LISTS api)
+  if(NOT name IN_LIST found)
+    math(EXPR bad "${bad} + 1")
+    message("public, not exported: ${name}...")
+  endif()
+endforeach()
+if(bad GREATER 0)
+  message(FATAL_ERROR "check_exports: ${bad} problems (listed above): mark the public API "
+                      "ATTN_API (include/attn/export.hpp), nothing else")
+endif()
+message(STATUS "check_exports: ${count} exported symbols, all public API")
