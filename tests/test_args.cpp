@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "support/test_support.hpp"
 
@@ -134,6 +135,116 @@ TEST_CASE("exp and softmax reject bad arguments and write nothing", "[args][vmat
   check_error(attn::softmax(ctx, {x.data(), 2, 4, 4}, {x.data(), 2, 4, 5}), {"y overlaps x"});
   CHECK(untouched(y));
   CHECK(attn::softmax(ctx, {x.data(), 2, 4, 4}, {x.data(), 2, 4, 4}).ok());  // exact alias
+}
+
+namespace {
+// p moved one byte on: no longer aligned to its elements (never dereferenced by a correct check).
+template <class T>
+T* misaligned(T* p) {
+  using Byte = std::conditional_t<std::is_const_v<T>, const char, char>;
+  return reinterpret_cast<T*>(reinterpret_cast<Byte*>(p) + 1);
+}
+}  // namespace
+
+TEST_CASE("data not aligned to its elements is rejected, empty views and bytes need none",
+          "[args]") {
+  // Every kernel would read such floats through misaligned accesses (undefined behaviour).
+  attn::Context ctx;
+  std::vector<float> a(6 * 4 + 1, 1.0f), b(4 * 5 + 1, 1.0f), c(6 * 5 + 1, kSentinel);
+  const MatrixView<const float> av{a.data(), 6, 4, 4}, bv{b.data(), 4, 5, 5};
+  const MatrixView<float> cv{c.data(), 6, 5, 5};
+  check_error(
+      attn::matmul(ctx, {misaligned(a.data()), 6, 4, 4}, Transpose::no, bv, Transpose::no, cv),
+      {"matmul: a's data", "not aligned to its 4-byte elements"});
+  check_error(
+      attn::matmul(ctx, av, Transpose::no, {misaligned(b.data()), 4, 5, 5}, Transpose::no, cv),
+      {"b's data"});
+  check_error(
+      attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, {misaligned(c.data()), 6, 5, 5}),
+      {"c's data"});
+  attn::PackedMatrix packed;
+  check_error(attn::pack_matrix(ctx, {misaligned(b.data()), 4, 5, 5}, Transpose::no, &packed),
+              {"b's data"});
+  CHECK(packed.empty());
+  CHECK(untouched(c));
+  // An empty view is never read: any pointer will do.
+  CHECK(attn::matmul(ctx, {misaligned(a.data()), 6, 0, 0}, Transpose::no,
+                     {misaligned(b.data()), 0, 5, 5}, Transpose::no, cv)
+            .ok());
+
+  std::vector<float> x(17, 1.0f), y(17, kSentinel);
+  check_error(attn::exp(ctx, misaligned(x.data()), y.data(), 3), {"exp: x's data"});
+  check_error(attn::exp(ctx, x.data(), misaligned(y.data()), 3), {"exp: y's data"});
+  CHECK(attn::exp(ctx, misaligned(x.data()), misaligned(y.data()), 0).ok());
+  check_error(attn::softmax(ctx, {misaligned(x.data()), 2, 4, 4}, {y.data(), 2, 4, 4}),
+              {"softmax: x's data"});
+  check_error(attn::softmax(ctx, {x.data(), 2, 4, 4}, {misaligned(y.data()), 2, 4, 4}),
+              {"softmax: y's data"});
+  CHECK(untouched(y));
+
+  Problem p;
+  const auto run_with = [&](TensorView<const float> q, TensorView<const float> k,
+                            TensorView<const float> v, TensorView<float> out,
+                            const attn::AttentionOptions& o) {
+    return attn::attention(ctx, q, k, v, out, o);
+  };
+  auto q = p.tq(), k = p.tk(), v = p.tv();
+  auto out = p.tout();
+  q.data = misaligned(q.data);
+  k.data = misaligned(k.data);
+  v.data = misaligned(v.data);
+  out.data = misaligned(out.data);
+  check_error(run_with(q, p.tk(), p.tv(), p.tout(), p.with_weights()), {"attention: q's data"});
+  check_error(run_with(p.tq(), k, p.tv(), p.tout(), p.with_weights()), {"k's data"});
+  check_error(run_with(p.tq(), p.tk(), v, p.tout(), p.with_weights()), {"v's data"});
+  check_error(run_with(p.tq(), p.tk(), p.tv(), out, p.with_weights()), {"out's data"});
+  auto o = p.with_weights();
+  o.weights.data = misaligned(o.weights.data);
+  check_error(p.run(ctx, o), {"options.weights's data"});
+  std::vector<float> bias(p.Lq * p.Lk + 1, 0.0f);
+  o = p.with_weights();
+  o.mask = attn::Mask().with_additive(
+      attn::make_bhsd<const float>(misaligned(bias.data()), 1, 1, p.Lq, p.Lk));
+  check_error(p.run(ctx, o), {"options.mask.additive's data", "4-byte"});
+  std::vector<std::int32_t> lengths(p.B + 1, 2);
+  o = p.with_weights();
+  o.mask = attn::Mask().with_key_lengths(misaligned(lengths.data()));
+  check_error(p.run(ctx, o), {"options.mask.key_lengths's data"});
+  CHECK(p.clean());
+  // Booleans are bytes: an odd address is theirs to have.
+  std::vector<std::uint8_t> allowed(p.Lq * p.Lk + 1, 1);
+  o = p.with_weights();
+  o.mask = attn::Mask().with_allowed(
+      attn::make_bhsd<const std::uint8_t>(allowed.data() + 1, 1, 1, p.Lq, p.Lk));
+  CHECK(p.run(ctx, o).ok());
+
+  const std::size_t batch = 2, seq = 3, dm = 8, heads = 2, dk = 4;
+  attn_test::Rng rng(3);
+  auto xs = rng.uniform_vec(batch * seq * dm + 1);
+  auto w = rng.uniform_vec(dm * heads * dk + 1);
+  std::vector<float> sa_out(batch * seq * heads * dk + 1, kSentinel);
+  attn::SelfAttentionParams sp;
+  sp.q.weight = sp.k.weight = sp.v.weight =
+      attn::make_matrix<const float>(w.data(), dm, heads * dk);
+  sp.num_heads = heads;
+  const auto xv = attn::make_matrix<const float>(xs.data(), batch * seq, dm);
+  const auto ov = attn::make_matrix(sa_out.data(), batch * seq, heads * dk);
+  check_error(
+      attn::self_attention(ctx, {misaligned(xs.data()), batch * seq, dm, dm}, batch, sp, ov),
+      {"self_attention: x's data"});
+  check_error(
+      attn::self_attention(ctx, xv, batch, sp,
+                           {misaligned(sa_out.data()), batch * seq, heads * dk, heads * dk}),
+      {"out's data"});
+  auto bad = sp;
+  bad.k.weight.data = misaligned(w.data());
+  check_error(attn::self_attention(ctx, xv, batch, bad, ov), {"params.k.weight's data"});
+  bad = sp;
+  bad.v.bias = misaligned(w.data());
+  check_error(attn::self_attention(ctx, xv, batch, bad, ov), {"params.v.bias's data"});
+  attn::PackedSelfAttention layer;
+  check_error(attn::pack_self_attention(ctx, bad, &layer), {"params.v.bias's data"});
+  CHECK(untouched(sa_out));
 }
 
 TEST_CASE("attention rejects bad arguments and writes nothing", "[args][attention]") {

@@ -68,6 +68,11 @@ TEST_CASE("Context defaults, threads and ISA selection", "[context]") {
   CHECK(bad.code() == attn::StatusCode::invalid_argument);
   CHECK(std::string(bad.message()).find("0") != std::string::npos);
   CHECK(ctx.num_threads() == 3);
+  const Isa before = ctx.isa();
+  const attn::Status not_an_isa = ctx.set_isa(static_cast<Isa>(42));
+  CHECK(not_an_isa.code() == attn::StatusCode::invalid_argument);
+  CHECK(std::string(not_an_isa.message()) == "Context::set_isa: isa (42) is not an attn::Isa");
+  CHECK(ctx.isa() == before);
   for (Isa isa : {Isa::scalar, Isa::sse2, Isa::avx2, Isa::avx512, Isa::neon}) {
     const attn::Status s = ctx.set_isa(isa);
     if (attn::isa_supported(isa)) {

@@ -436,7 +436,7 @@ TEST_CASE("sizes whose byte counts overflow are invalid_argument, for every view
   check_invalid(attn::attention(ctx, p.tq(), k, p.tv(), p.tout(), {}), "k spans more bytes");
   // A view that fits in ptrdiff_t but runs off the end of the address space.
   auto v = p.tv();
-  v.data = reinterpret_cast<const float*>(UINTPTR_MAX - 64);
+  v.data = reinterpret_cast<const float*>(UINTPTR_MAX - 63);  // aligned, 64 bytes below the top
   check_invalid(attn::attention(ctx, p.tq(), p.tk(), v, p.tout(), {}), "wraps around");
   // Key lengths for more batch entries than bytes: q's batch overflows first.
   CHECK(all_equal(p.out, kSentinel));

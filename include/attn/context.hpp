@@ -44,7 +44,8 @@ class ATTN_API Context {
   Status set_num_threads(int n) noexcept;
   int num_threads() const noexcept;
 
-  // unsupported if this build or CPU lacks the ISA (the ISA is unchanged).
+  // unsupported if this build or CPU lacks the ISA, invalid_argument for a value that is not an
+  // Isa enumerator (the ISA is unchanged either way).
   Status set_isa(Isa isa) noexcept;
   // The ISA every call through this Context runs while init_status() is ok (with a bad ATTN_ISA
   // the calls fail and this is the ISA the constructor would have picked; scalar when moved from).

@@ -28,10 +28,10 @@ inline std::uintptr_t plain_span(const MatrixView<T>& x) {
 
 // The common valid matmul, recognised with a few comparisons (a call of a tiny product is tens
 // of nanoseconds, and validate_matmul's full checks cost about ten of them): every view non-empty
-// with small sizes, the shapes agreeing, no view wrapping around the address space, and c
-// disjoint from a and b. Inline, so that attn::matmul asks it without a call (validate_matmul
-// asks it first too); anything else takes the full checks, which name the argument and the
-// values.
+// with small sizes and aligned data, the shapes agreeing, no view wrapping around the address
+// space, and c disjoint from a and b. Inline, so that attn::matmul asks it without a call
+// (validate_matmul asks it first too); anything else takes the full checks, which name the
+// argument and the values.
 inline bool plainly_valid_matmul(const MatrixView<const float>& a, Transpose ta,
                                  const MatrixView<const float>& b, Transpose tb,
                                  const MatrixView<float>& c) {
@@ -45,6 +45,7 @@ inline bool plainly_valid_matmul(const MatrixView<const float>& a, Transpose ta,
   const auto pa = reinterpret_cast<std::uintptr_t>(a.data);
   const auto pb = reinterpret_cast<std::uintptr_t>(b.data);
   const auto pc = reinterpret_cast<std::uintptr_t>(c.data);
+  if (((pa | pb | pc) & (alignof(float) - 1)) != 0) return false;
   const std::uintptr_t top = UINTPTR_MAX;
   if (pa > top - sa || pb > top - sb || pc > top - sc) return false;
   const bool c_meets_a = pc < pa + sa && pa < pc + sc;

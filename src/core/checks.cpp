@@ -30,6 +30,13 @@ Status make_extent(const char* fn, const char* arg, const void* data, std::ptrdi
     return too_large_elements(fn, arg, elements, elem_size);
   }
   const auto base = reinterpret_cast<std::uintptr_t>(data);
+  // Elements are floats, int32s or bytes: their alignment is their size. A misaligned float
+  // pointer would have every kernel read it through misaligned scalar accesses (undefined).
+  if (base % elem_size != 0) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: %s's data (%p) is not aligned to its %zu-byte elements", fn, arg,
+                         data, elem_size);
+  }
   const std::intptr_t first_bytes =
       static_cast<std::intptr_t>(first) * static_cast<std::intptr_t>(elem_size);
   const std::uintptr_t begin = base + static_cast<std::uintptr_t>(first_bytes);

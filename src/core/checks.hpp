@@ -27,7 +27,10 @@ struct Extent {
 
 bool overlaps(const Extent& x, const Extent& y);
 
-// data may be null only if the buffer is empty; n * elem_size must not overflow.
+// Every check: data may be null only if the view is empty, and a non-empty view's data must be
+// aligned to elem_size (the elements' alignment; an empty view's data is never read).
+
+// n * elem_size must not overflow.
 Status check_buffer(const char* fn, const char* arg, const void* data, std::size_t n,
                     std::size_t elem_size, Extent* extent);
 

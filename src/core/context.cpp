@@ -1,4 +1,5 @@
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "attn/context.hpp"
@@ -108,6 +109,10 @@ int Context::num_threads() const noexcept {
 Status Context::set_isa(Isa isa) noexcept {
   if (state_ == nullptr) {
     return detail::unusable_state(nullptr, "Context::set_isa");
+  }
+  if (std::strcmp(isa_name(isa), "unknown") == 0) {
+    return Status::Error(StatusCode::invalid_argument,
+                         "Context::set_isa: isa (%d) is not an attn::Isa", static_cast<int>(isa));
   }
   if (!isa_supported(isa)) {
     return Status::Error(StatusCode::unsupported,

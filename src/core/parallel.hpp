@@ -10,11 +10,14 @@
 
 namespace attn::detail {
 
-// Runs body(thread_index, n) on n threads (n >= 1) and waits for all of them.
+// Runs body(thread_index, n) on n threads (n >= 1) and waits for all of them. Inside an active
+// parallel region of the caller's, where the runtime will not nest another (the default,
+// OMP_MAX_ACTIVE_LEVELS), body runs as (0, 1) on the caller's thread: the region would get one
+// thread anyway, and libgomp allocates that one-thread team on every call.
 template <class Body>
 void run_parallel(int n, const Body& body) {
 #if defined(_OPENMP)
-  if (n > 1) {
+  if (n > 1 && omp_get_active_level() < omp_get_max_active_levels()) {
 #pragma omp parallel num_threads(n)
     body(omp_get_thread_num(), omp_get_num_threads());
     return;

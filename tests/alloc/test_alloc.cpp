@@ -26,6 +26,10 @@
 #include <new>
 #include <string>
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include "support/test_support.hpp"
 
 extern "C" {
@@ -477,6 +481,52 @@ TEST_CASE("a Context reserved to another's peak scratch allocates nothing in its
     }
   }
 }
+
+#if defined(_OPENMP)
+TEST_CASE("calls from inside the caller's own OpenMP parallel region allocate nothing", "[alloc]") {
+  // Each of the caller's 2 threads runs the workload on its own 2-thread Context. The runtime does
+  // not nest regions by default (max-active-levels 1), so each call runs on its caller's thread;
+  // entering the nested region anyway made libgomp allocate a one-thread team in every call.
+  REQUIRE(omp_get_max_active_levels() == 1);
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    Workload works[2];
+    attn::Context ctxs[2] = {attn_test::make_context(isa, 2), attn_test::make_context(isa, 2)};
+    for (int t = 0; t < 2; ++t)
+      works[t].pack_for(ctxs[t]);
+    int failed[2] = {0, 0};
+    for (int round = 0; round < 3; ++round) {  // round 0 warms up: arenas, the caller's team
+      Counting count;
+#pragma omp parallel num_threads(2)
+      {
+        const int t = omp_get_thread_num();
+        failed[t] += works[t].run(ctxs[t]);
+      }
+      REQUIRE(failed[0] + failed[1] == 0);
+      if (round == 0) continue;
+      const long allocs = count.allocs(), frees = count.frees();
+      INFO("round " << round << ": allocation sites" << Counting::sites());
+      CHECK(allocs == 0);
+      CHECK(frees == 0);
+    }
+    // The same bits as the workload run outside any region on a 2-thread Context.
+    Workload alone;
+    attn::Context ctx = attn_test::make_context(isa, 2);
+    alone.pack_for(ctx);
+    for (int round = 0; round < 3; ++round)  // pc accumulates (beta 0.5)
+      REQUIRE(alone.run(ctx) == 0);
+    for (const Workload& w : works) {
+      CHECK(w.c == alone.c);
+      CHECK(w.tc == alone.tc);
+      CHECK(w.pc == alone.pc);
+      CHECK(w.ey == alone.ey);
+      CHECK(w.sy == alone.sy);
+      CHECK(w.out == alone.out);
+      CHECK(w.sa_out == alone.sa_out);
+    }
+  }
+}
+#endif
 
 TEST_CASE("pack_self_attention copies Wq, Wk, Wv only where they lie apart", "[alloc]") {
   // README "Allocation": the temporary side-by-side copy is made only for weights that lie apart.
