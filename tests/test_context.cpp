@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -184,6 +185,109 @@ TEST_CASE("every routine fails on a Context with a bad ATTN_ISA or no state", "[
   CHECK(ctx.set_isa(Isa::scalar).code() == attn::StatusCode::out_of_memory);
   CHECK(ctx.init_status().code() == attn::StatusCode::out_of_memory);
   CHECK(taken.init_status().ok());
+}
+
+TEST_CASE("a Context in use by one call refuses the calls that share its arena", "[context]") {
+  // README "Thread safety": matmul, attention, self_attention and the setters hold the Context
+  // while they run; another of them through it meanwhile is invalid_argument and writes nothing.
+  attn::Context ctx;
+  std::vector<float> a(8 * 8, 1.0f), b(8 * 8, 1.0f), c(8 * 8, 7.0f);
+  const auto av = attn::make_matrix<const float>(a.data(), 8, 8);
+  const auto bv = attn::make_matrix<const float>(b.data(), 8, 8);
+  const auto cv = attn::make_matrix(c.data(), 8, 8);
+  REQUIRE(ctx.reserve_scratch(4096).ok());
+  const std::size_t held = ctx.scratch_bytes();
+  ctx.state()->busy.store(true);  // as a call on another thread would hold it
+  const auto refused = [](const attn::Status& s, const char* fn) {
+    INFO("message: " << s.message());
+    CHECK(s.code() == attn::StatusCode::invalid_argument);
+    CHECK(std::string(s.message()) ==
+          std::string(fn) +
+              ": ctx is in use by another call (a Context serves one call at a time: use one "
+              "Context per thread)");
+  };
+  refused(attn::matmul(ctx, av, attn::Transpose::no, bv, attn::Transpose::no, cv), "matmul");
+  attn::PackedMatrix packed;
+  refused(attn::matmul(ctx, av, attn::Transpose::no, packed, cv), "matmul");
+  CHECK(c == std::vector<float>(8 * 8, 7.0f));
+  std::vector<float> q(2 * 4, 1.0f), o(2 * 4, 7.0f);
+  const auto t = attn::make_bhsd<const float>(q.data(), 1, 1, 2, 4);
+  refused(attn::attention(ctx, t, t, t, attn::make_bhsd(o.data(), 1, 1, 2, 4), {}), "attention");
+  attn::SelfAttentionParams params;
+  params.q.weight = params.k.weight = params.v.weight = av;
+  params.num_heads = 2;
+  refused(attn::self_attention(ctx, av, 1, params, cv), "self_attention");
+  attn::PackedSelfAttention layer;
+  refused(attn::self_attention(ctx, av, 1, layer, {}, cv), "self_attention");
+  CHECK(o == std::vector<float>(2 * 4, 7.0f));
+  CHECK(c == std::vector<float>(8 * 8, 7.0f));
+  refused(ctx.set_num_threads(2), "Context::set_num_threads");
+  refused(ctx.set_isa(Isa::scalar), "Context::set_isa");
+  refused(ctx.reserve_scratch(held * 2), "Context::reserve_scratch");
+  ctx.release_scratch();  // nothing to report: it leaves the arena alone
+  CHECK(ctx.num_threads() == 1);
+  CHECK(ctx.scratch_bytes() == held);
+  // exp, softmax and the packing calls use no arena, only the ISA and thread count.
+  CHECK(attn::exp(ctx, a.data(), c.data(), 4).ok());
+  CHECK(attn::pack_matrix(ctx, bv, attn::Transpose::no, &packed).ok());
+
+  ctx.state()->busy.store(false);
+  CHECK(attn::matmul(ctx, av, attn::Transpose::no, bv, attn::Transpose::no, cv).ok());
+  CHECK(c == std::vector<float>(8 * 8, 8.0f));
+  CHECK_FALSE(ctx.state()->busy.load());  // each call lets go of it, on success
+  CHECK(attn::matmul(ctx, av, attn::Transpose::yes, bv, attn::Transpose::no,
+                     attn::make_matrix(c.data(), 8, 9))
+            .code() == attn::StatusCode::invalid_argument);
+  CHECK_FALSE(ctx.state()->busy.load());  // and on error
+  CHECK(ctx.set_num_threads(2).ok());
+  CHECK_FALSE(ctx.state()->busy.load());
+}
+
+TEST_CASE("two threads sharing one Context get results or the in-use error, never a race",
+          "[context]") {
+  // The misuse README warns of: calls that overlap are refused (invalid_argument) and the others
+  // compute the right thing. One thread frees the arena between its calls, so that each of its
+  // calls allocates a new one: without the guard the other thread's call would read freed memory
+  // (ASan's heap-use-after-free in CI's sanitizer run).
+  const std::size_t n = 48, d = 16;
+  attn_test::Rng rng(9);
+  const auto q = rng.uniform_vec(n * d), k = rng.uniform_vec(n * d), v = rng.uniform_vec(n * d);
+  const auto tq = attn::make_bhsd<const float>(q.data(), 1, 1, n, d);
+  const auto tk = attn::make_bhsd<const float>(k.data(), 1, 1, n, d);
+  const auto tv = attn::make_bhsd<const float>(v.data(), 1, 1, n, d);
+  std::vector<float> want(n * d);
+  {
+    attn::Context alone;
+    REQUIRE(attn::attention(alone, tq, tk, tv, attn::make_bhsd(want.data(), 1, 1, n, d), {}).ok());
+  }
+  attn::Context shared;
+  const int calls = attn_test::emulated() ? 50 : 400;
+  int ok[2] = {0, 0}, refused[2] = {0, 0}, wrong[2] = {0, 0};
+  const auto worker = [&](int t) {
+    std::vector<float> out(n * d);
+    for (int i = 0; i < calls; ++i) {
+      const attn::Status s =
+          attn::attention(shared, tq, tk, tv, attn::make_bhsd(out.data(), 1, 1, n, d), {});
+      if (s.ok()) {
+        ++ok[t];
+        wrong[t] += out != want;
+      } else if (s.code() == attn::StatusCode::invalid_argument &&
+                 std::string(s.message()).find("in use by another call") != std::string::npos) {
+        ++refused[t];
+      } else {
+        ++wrong[t];
+      }
+      if (t == 0) shared.release_scratch();
+    }
+  };
+  std::thread other(worker, 1);
+  worker(0);
+  other.join();
+  INFO("ok " << ok[0] << " + " << ok[1] << ", refused " << refused[0] << " + " << refused[1]);
+  CHECK(wrong[0] + wrong[1] == 0);
+  CHECK(ok[0] + refused[0] == calls);
+  CHECK(ok[1] + refused[1] == calls);
+  CHECK(ok[0] + ok[1] > 0);
 }
 
 TEST_CASE("Scratch arena grows once per shape", "[context]") {

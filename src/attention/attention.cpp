@@ -12,8 +12,9 @@ Status attention(Context& ctx, TensorView<const float> q, TensorView<const float
                  TensorView<const float> v, TensorView<float> out,
                  const AttentionOptions& options) noexcept {
   constexpr const char* fn = "attention";
-  detail::ContextState* st = nullptr;
-  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  detail::StateUse use;
+  ATTN_RETURN_IF_ERROR(detail::use_state(ctx.state(), fn, &use));
+  detail::ContextState* st = use.state();
   detail::AttentionCall call{};
   ATTN_RETURN_IF_ERROR(detail::validate_attention(fn, q, k, v, out, options, &call.dims));
   std::optional<AttentionOptions> plain_options;

@@ -162,8 +162,9 @@ Status run_self_attention(detail::ContextState* st, const MatrixView<const float
 Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch,
                       const SelfAttentionParams& params, MatrixView<float> out) noexcept {
   constexpr const char* fn = "self_attention";
-  detail::ContextState* st = nullptr;
-  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  detail::StateUse use;
+  ATTN_RETURN_IF_ERROR(detail::use_state(ctx.state(), fn, &use));
+  detail::ContextState* st = use.state();
   detail::SelfAttentionDims d;
   ATTN_RETURN_IF_ERROR(detail::validate_self_attention(fn, x, batch, params, out, &d));
   const std::size_t dq = d.heads_q * d.dim_k, dk = d.heads_kv * d.dim_k;
@@ -318,8 +319,9 @@ Status self_attention(Context& ctx, MatrixView<const float> x, std::size_t batch
                       const PackedSelfAttention& layer, const AttentionOptions& options,
                       MatrixView<float> out) noexcept {
   constexpr const char* fn = "self_attention";
-  detail::ContextState* st = nullptr;
-  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  detail::StateUse use;
+  ATTN_RETURN_IF_ERROR(detail::use_state(ctx.state(), fn, &use));
+  detail::ContextState* st = use.state();
   if (layer.empty()) {
     return Status::Error(StatusCode::invalid_argument,
                          "%s: layer is an empty PackedSelfAttention (never packed, or moved from)",

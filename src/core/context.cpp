@@ -48,6 +48,13 @@ Status unusable_state(const ContextState* st, const char* fn) noexcept {
   return st->init;
 }
 
+Status busy_state(const char* fn) noexcept {
+  return Status::Error(StatusCode::invalid_argument,
+                       "%s: ctx is in use by another call (a Context serves one call at a time: "
+                       "use one Context per thread)",
+                       fn);
+}
+
 }  // namespace detail
 
 Context::Context() noexcept : state_(new (std::nothrow) detail::ContextState) {
@@ -95,9 +102,8 @@ Status Context::set_num_threads(int n) noexcept {
     return Status::Error(StatusCode::invalid_argument,
                          "Context::set_num_threads: n is %d; it must be >= 1", n);
   }
-  if (state_ == nullptr) {
-    return detail::unusable_state(nullptr, "Context::set_num_threads");
-  }
+  detail::StateUse use;
+  ATTN_RETURN_IF_ERROR(detail::hold_state(state_, "Context::set_num_threads", &use));
   state_->threads = n;
   return Status::Ok();
 }
@@ -107,9 +113,8 @@ int Context::num_threads() const noexcept {
 }
 
 Status Context::set_isa(Isa isa) noexcept {
-  if (state_ == nullptr) {
-    return detail::unusable_state(nullptr, "Context::set_isa");
-  }
+  detail::StateUse use;
+  ATTN_RETURN_IF_ERROR(detail::hold_state(state_, "Context::set_isa", &use));
   if (std::strcmp(isa_name(isa), "unknown") == 0) {
     return Status::Error(StatusCode::invalid_argument,
                          "Context::set_isa: isa (%d) is not an attn::Isa", static_cast<int>(isa));
@@ -143,9 +148,8 @@ std::size_t Context::peak_scratch_bytes() const noexcept {
   return state_ ? state_->peak_bytes : 0;
 }
 Status Context::reserve_scratch(std::size_t bytes) noexcept {
-  if (state_ == nullptr) {
-    return detail::unusable_state(nullptr, "Context::reserve_scratch");
-  }
+  detail::StateUse use;
+  ATTN_RETURN_IF_ERROR(detail::hold_state(state_, "Context::reserve_scratch", &use));
   if (bytes <= state_->arena_bytes) return Status::Ok();
   void* arena = nullptr;
   ATTN_RETURN_IF_ERROR(state_->scratch("Context::reserve_scratch", bytes, &arena));
@@ -153,7 +157,8 @@ Status Context::reserve_scratch(std::size_t bytes) noexcept {
   return Status::Ok();
 }
 void Context::release_scratch() noexcept {
-  if (state_ != nullptr) state_->release();
+  detail::StateUse use;
+  if (detail::hold_state(state_, "Context::release_scratch", &use).ok()) state_->release();
 }
 
 }  // namespace attn

@@ -55,8 +55,9 @@ Status take_scratch(detail::ContextState* st, const detail::GemmShape& s, float 
 Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, MatrixView<const float> b,
               Transpose tb, MatrixView<float> c, float alpha, float beta) noexcept {
   constexpr const char* fn = "matmul";
-  detail::ContextState* st = nullptr;
-  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  detail::StateUse use;
+  ATTN_RETURN_IF_ERROR(detail::use_state(ctx.state(), fn, &use));
+  detail::ContextState* st = use.state();
   if (!detail::plainly_valid_matmul(a, ta, b, tb, c)) {
     ATTN_RETURN_IF_ERROR(detail::validate_matmul(fn, a, ta, b, tb, c));
   }
@@ -91,8 +92,9 @@ Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, MatrixView<
 Status matmul(Context& ctx, MatrixView<const float> a, Transpose ta, const PackedMatrix& b,
               MatrixView<float> c, float alpha, float beta) noexcept {
   constexpr const char* fn = "matmul";
-  detail::ContextState* st = nullptr;
-  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  detail::StateUse use;
+  ATTN_RETURN_IF_ERROR(detail::use_state(ctx.state(), fn, &use));
+  detail::ContextState* st = use.state();
   ATTN_RETURN_IF_ERROR(detail::validate_packed_matmul(fn, a, ta, b, st->isa, c));
   const detail::GemmShape shape{c.rows, c.cols, b.rows()};
   if (shape.m == 0 || shape.n == 0) return Status::Ok();
