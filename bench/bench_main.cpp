@@ -136,8 +136,7 @@ int main(int argc, char** argv) {
   options.default_isa = probe_ctx.isa();
   options.max_threads = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   std::vector<std::string> isa_names;
-  for (attn::Isa isa :
-       {attn::Isa::scalar, attn::Isa::sse2, attn::Isa::avx2, attn::Isa::avx512, attn::Isa::neon}) {
+  for (attn::Isa isa : attn::kAllIsas) {
     // The enum is ordered by x86 capability; NEON stands alone.
     const bool below = static_cast<int>(isa) <= static_cast<int>(options.default_isa);
     if (!attn::isa_supported(isa) || !below) continue;

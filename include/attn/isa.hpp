@@ -9,6 +9,10 @@ namespace attn {
 // avx512: AVX-512 F/DQ/BW/VL. neon: AArch64 Advanced SIMD.
 enum class Isa { scalar, sse2, avx2, avx512, neon };
 
+// Every Isa, supported here or not, in declaration order: code that visits each ISA loops over
+// this (a new ISA is added here and to the enum only).
+inline constexpr Isa kAllIsas[] = {Isa::scalar, Isa::sse2, Isa::avx2, Isa::avx512, Isa::neon};
+
 // "scalar", "sse2", "avx2", "avx512", "neon".
 ATTN_API const char* isa_name(Isa isa) noexcept;
 

@@ -26,7 +26,7 @@ const char* isa_name(Isa isa) noexcept {
 
 bool parse_isa(const char* name, Isa* out) noexcept {
   if (name == nullptr) return false;
-  for (Isa isa : {Isa::scalar, Isa::sse2, Isa::avx2, Isa::avx512, Isa::neon}) {
+  for (Isa isa : kAllIsas) {
     if (std::strcmp(name, isa_name(isa)) == 0) {
       *out = isa;
       return true;

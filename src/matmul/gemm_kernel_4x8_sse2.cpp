@@ -27,7 +27,7 @@
 #define ATTN_GEMM_PACK_B_COLS gemm_pack_b_cols_8
 #include "matmul/gemm_kernels_isa.inc"
 
-namespace attn::detail::sse2 {
+namespace attn::detail::ATTN_ISA_NS {
 
 // As Kernels::gemm_a_copies in dispatch/kernels_sse2.cpp (ATTN_GEMM_A_COPIES): one vector.
 constexpr int kCopies = static_cast<int>(lanes<Arch>);
@@ -49,4 +49,4 @@ void gemm_pack_a_cols_4_copies(const float* a, std::size_t lda, std::size_t widt
   pack_copies_kernel<ATTN_GEMM_MR, kCopies>{}(Arch{}, a, 1, lda, width, k, dst);
 }
 
-}  // namespace attn::detail::sse2
+}  // namespace attn::detail::ATTN_ISA_NS

@@ -1440,8 +1440,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FuzzedDataProvider fdp(data, size);
   static std::vector<attn::Isa> isas = [] {
     std::vector<attn::Isa> v;
-    for (attn::Isa isa :
-         {attn::Isa::scalar, attn::Isa::sse2, attn::Isa::avx2, attn::Isa::avx512, attn::Isa::neon})
+    for (attn::Isa isa : attn::kAllIsas)
       if (attn::isa_supported(isa)) v.push_back(isa);
     return v;
   }();

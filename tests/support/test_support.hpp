@@ -21,8 +21,7 @@ inline std::vector<attn::Isa> test_isas() {
     out.push_back(forced);
     return out;
   }
-  for (attn::Isa isa :
-       {attn::Isa::scalar, attn::Isa::sse2, attn::Isa::avx2, attn::Isa::avx512, attn::Isa::neon}) {
+  for (attn::Isa isa : attn::kAllIsas) {
     if (attn::isa_supported(isa)) out.push_back(isa);
   }
   return out;
