@@ -14,6 +14,10 @@
 #if defined(__linux__)
 #include <sys/resource.h>
 #endif
+#if defined(__unix__)
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 #include "core/context_state.hpp"
 #include "core/large_alloc.hpp"
@@ -297,6 +301,41 @@ TEST_CASE("two threads sharing one Context get results or the in-use error, neve
   CHECK(ok[1] + refused[1] == calls);
   CHECK(ok[0] + ok[1] > 0);
 }
+
+#if defined(__unix__)
+TEST_CASE("a process forked after a multi-thread call computes on its calling thread",
+          "[context]") {
+  // libgomp's worker pool does not survive fork(): a child's 2-thread call waited forever for
+  // workers that the child does not have. The child's calls now run on its one thread, with the
+  // same bits (any thread count gives the same), and one alarm ends a child that hangs.
+  const std::size_t n = 128;  // 4 MFLOP: threaded with 2 threads
+  attn_test::Rng rng(5);
+  const auto a = rng.uniform_vec(n * n), b = rng.uniform_vec(n * n);
+  std::vector<float> want(n * n), got(n * n);
+  attn::Context ctx = attn_test::make_context(attn::best_isa(), 2);
+  const auto run = [&](std::vector<float>* c) {
+    return attn::matmul(ctx, attn::make_matrix<const float>(a.data(), n, n), attn::Transpose::no,
+                        attn::make_matrix<const float>(b.data(), n, n), attn::Transpose::no,
+                        attn::make_matrix(c->data(), n, n))
+        .ok();
+  };
+  REQUIRE(run(&want));  // the parent's OpenMP team exists from here on
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {  // the child: no Catch macro here, only its exit status
+    alarm(attn_test::emulated() ? 300 : 30);
+    const bool ok = run(&got) && got == want && run(&got) && got == want;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  INFO("child status " << status << (WIFSIGNALED(status) ? " (killed: hung)" : ""));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  REQUIRE(run(&got));  // the parent keeps its threads
+  CHECK(got == want);
+}
+#endif
 
 TEST_CASE("Scratch arena grows once per shape", "[context]") {
   for (Isa isa : attn_test::test_isas()) {

@@ -23,7 +23,8 @@ struct ContextState;
 // with enough work (matmul and attention from about 2 MFLOP, exp and softmax from 65536 elements)
 // runs an OpenMP parallel region of exactly n threads, a smaller one runs on the caller's thread,
 // as does any call made inside an active parallel region of the caller's where the runtime would
-// nest none (OMP_MAX_ACTIVE_LEVELS).
+// nest none (OMP_MAX_ACTIVE_LEVELS), and every call in a process forked after attn started threads
+// (the runtime's workers do not survive fork).
 //
 // Memory: a call takes its scratch from the arena, growing it (one allocation) only when the
 // call needs more than any earlier call did. After the first call of a given shape and thread

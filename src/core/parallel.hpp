@@ -10,14 +10,19 @@
 
 namespace attn::detail {
 
+// False in a process forked after attn started threads (core/parallel.cpp): the OpenMP runtime's
+// pool did not survive the fork, so its calls run on their caller's thread.
+bool threads_usable() noexcept;
+
 // Runs body(thread_index, n) on n threads (n >= 1) and waits for all of them. Inside an active
 // parallel region of the caller's, where the runtime will not nest another (the default,
 // OMP_MAX_ACTIVE_LEVELS), body runs as (0, 1) on the caller's thread: the region would get one
-// thread anyway, and libgomp allocates that one-thread team on every call.
+// thread anyway, and libgomp allocates that one-thread team on every call. So it does in a
+// process forked after attn started threads (threads_usable).
 template <class Body>
 void run_parallel(int n, const Body& body) {
 #if defined(_OPENMP)
-  if (n > 1 && omp_get_active_level() < omp_get_max_active_levels()) {
+  if (n > 1 && omp_get_active_level() < omp_get_max_active_levels() && threads_usable()) {
 #pragma omp parallel num_threads(n)
     body(omp_get_thread_num(), omp_get_num_threads());
     return;
