@@ -1,11 +1,14 @@
 # Checks that a shared libattn exports the public API (include/attn, ATTN_API) and nothing else.
 #
-#   cmake -DNM=<nm> -DLIB=libattn.so -P check_exports.cmake
+#   cmake -DNM=<nm> -DLIB=libattn.so -DARCHIVE=libattn-internal.a -P check_exports.cmake
 #
 # Every defined dynamic symbol must be in namespace attn and outside attn::detail (no kernel, no
-# xsimd or std:: template instantiation), and each public function below must be there.
+# xsimd or std:: template instantiation); every out-of-line function of namespace attn outside
+# attn::detail that the same objects define (ARCHIVE, nm type T) must be exported (one missing
+# ATTN_API would not be); and each public function below must be there (so that the comparison
+# saw the library at all).
 cmake_policy(SET CMP0057 NEW)  # if(IN_LIST)
-foreach(var NM LIB)
+foreach(var NM LIB ARCHIVE)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "check_exports: -D${var}=... is required")
   endif()
@@ -25,6 +28,7 @@ set(api
     "attn::PackedMatrix::~PackedMatrix(" "attn::PackedSelfAttention::~PackedSelfAttention("
     "attn::reference::matmul(" "attn::reference::exp(" "attn::reference::softmax("
     "attn::reference::attention(" "attn::reference::self_attention(")
+set(exported "")
 set(found "")
 set(count 0)
 set(bad 0)
@@ -33,6 +37,7 @@ foreach(line IN LISTS lines)
     continue()
   endif()
   set(sym "${CMAKE_MATCH_1}")
+  list(APPEND exported "${sym}")
   math(EXPR count "${count} + 1")
   if(NOT sym MATCHES "^attn::" OR sym MATCHES "attn::detail")
     math(EXPR bad "${bad} + 1")
@@ -46,6 +51,28 @@ foreach(line IN LISTS lines)
     endif()
   endforeach()
 endforeach()
+execute_process(COMMAND "${NM}" -g -C --defined-only "${ARCHIVE}" OUTPUT_VARIABLE out
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "check_exports: ${NM} failed on ${ARCHIVE}")
+endif()
+string(REPLACE ";" "\\;" out "${out}")
+string(REPLACE "\n" ";" lines "${out}")
+set(defined 0)
+foreach(line IN LISTS lines)
+  if(NOT line MATCHES "^[0-9a-fA-F]* T (attn::.*)$")
+    continue()
+  endif()
+  set(sym "${CMAKE_MATCH_1}")
+  if(sym MATCHES "^attn::detail")
+    continue()
+  endif()
+  math(EXPR defined "${defined} + 1")
+  if(NOT sym IN_LIST exported)
+    math(EXPR bad "${bad} + 1")
+    message("public, not exported: ${sym}")
+  endif()
+endforeach()
 foreach(name IN LISTS api)
   if(NOT name IN_LIST found)
     math(EXPR bad "${bad} + 1")
@@ -56,4 +83,5 @@ if(bad GREATER 0)
   message(FATAL_ERROR "check_exports: ${bad} problems (listed above): mark the public API "
                       "ATTN_API (include/attn/export.hpp), nothing else")
 endif()
-message(STATUS "check_exports: ${count} exported symbols, all public API")
+message(STATUS "check_exports: ${count} exported symbols, all public API; ${defined} public "
+               "functions defined, all exported")

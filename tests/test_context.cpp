@@ -200,8 +200,8 @@ TEST_CASE("every routine fails on a Context with a bad ATTN_ISA or no state", "[
 }
 
 TEST_CASE("a Context in use by one call refuses the calls that share its arena", "[context]") {
-  // README "Thread safety": matmul, attention, self_attention and the setters hold the Context
-  // while they run; another of them through it meanwhile is invalid_argument and writes nothing.
+  // README "Thread safety": every call and setter holds the Context while it runs; another one
+  // through it meanwhile is invalid_argument and writes nothing.
   attn::Context ctx;
   std::vector<float> a(8 * 8, 1.0f), b(8 * 8, 1.0f), c(8 * 8, 7.0f);
   const auto av = attn::make_matrix<const float>(a.data(), 8, 8);
@@ -239,9 +239,13 @@ TEST_CASE("a Context in use by one call refuses the calls that share its arena",
   ctx.release_scratch();  // nothing to report: it leaves the arena alone
   CHECK(ctx.num_threads() == 1);
   CHECK(ctx.scratch_bytes() == held);
-  // exp, softmax and the packing calls use no arena, only the ISA and thread count.
-  CHECK(attn::exp(ctx, a.data(), c.data(), 4).ok());
-  CHECK(attn::pack_matrix(ctx, bv, attn::Transpose::no, &packed).ok());
+  refused(attn::exp(ctx, a.data(), c.data(), 4), "exp");
+  refused(attn::softmax(ctx, av, cv), "softmax");
+  refused(attn::pack_matrix(ctx, bv, attn::Transpose::no, &packed), "pack_matrix");
+  refused(attn::pack_self_attention(ctx, params, &layer), "pack_self_attention");
+  CHECK(packed.empty());
+  CHECK(layer.empty());
+  CHECK(c == std::vector<float>(8 * 8, 7.0f));
 
   ctx.state()->busy.store(false);
   CHECK(attn::matmul(ctx, av, attn::Transpose::no, bv, attn::Transpose::no, cv).ok());

@@ -14,10 +14,9 @@ struct ContextState;
 }
 
 // One Context per thread of the caller: a Context is not safe to use from two threads at once
-// (its scratch arena is shared by the calls made through it). matmul, attention, self_attention
-// and the setters hold it while they run: another of them through it meanwhile returns
-// invalid_argument ("in use by another call") instead of racing (release_scratch does nothing
-// then). Distinct Contexts are independent.
+// (its scratch arena is shared by the calls made through it). Every call and setter holds it while
+// it runs: another one through it meanwhile returns invalid_argument ("in use by another call")
+// instead of racing (release_scratch does nothing then). Distinct Contexts are independent.
 //
 // Threads: with num_threads() == 1 (the default) attn never starts a thread; with n > 1 a call
 // with enough work (matmul and attention from about 2 MFLOP, exp and softmax from 65536 elements)

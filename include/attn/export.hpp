@@ -4,7 +4,7 @@
 // the static libattn.a into. The test shared_library_exports_only_the_api checks the list.
 #pragma once
 
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(_WIN32)  // ELF visibility; Windows is not a target
 #define ATTN_API [[gnu::visibility("default")]]
 #else
 #define ATTN_API

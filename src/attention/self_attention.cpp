@@ -218,8 +218,10 @@ PackedSelfAttention& PackedSelfAttention::operator=(PackedSelfAttention&& other)
 Status pack_self_attention(Context& ctx, const SelfAttentionParams& params,
                            PackedSelfAttention* out) noexcept {
   constexpr const char* fn = "pack_self_attention";
-  detail::ContextState* st = nullptr;
-  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  {  // the Context's errors (its pack_matrix steps hold it in turn; this call reads nothing else)
+    detail::StateUse use;
+    ATTN_RETURN_IF_ERROR(detail::use_state(ctx.state(), fn, &use));
+  }
   if (out == nullptr) {
     return Status::Error(StatusCode::invalid_argument, "%s: out is null", fn);
   }

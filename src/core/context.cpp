@@ -40,12 +40,9 @@ void ContextState::release() noexcept {
   arena_bytes = 0;
 }
 
-Status unusable_state(const ContextState* st, const char* fn) noexcept {
-  if (st == nullptr) {
-    return Status::Error(StatusCode::out_of_memory,
-                         "%s: the Context has no state (moved from, or its allocation failed)", fn);
-  }
-  return st->init;
+Status no_state(const char* fn) noexcept {
+  return Status::Error(StatusCode::out_of_memory,
+                       "%s: the Context has no state (moved from, or its allocation failed)", fn);
 }
 
 Status busy_state(const char* fn) noexcept {
@@ -136,7 +133,7 @@ Isa Context::isa() const noexcept {
 
 Status Context::init_status() const noexcept {
   if (state_ == nullptr) {
-    return detail::unusable_state(nullptr, "Context::init_status");
+    return detail::no_state("Context::init_status");
   }
   return state_->init;
 }

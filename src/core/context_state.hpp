@@ -25,9 +25,9 @@ struct ContextState {
   std::size_t arena_bytes = 0;
   std::size_t peak_bytes = 0;
 
-  // Set while a call uses the arena or the thread count (StateUse): a Context serves one call at
-  // a time, and a second one through it meanwhile (only another thread can make it) is refused
-  // instead of racing on the arena.
+  // Set while a call or a setter uses this state (StateUse): a Context serves one call at a time,
+  // and a second one through it meanwhile (only another thread can make it) is refused instead of
+  // racing on the arena, the ISA or the thread count.
   std::atomic<bool> busy{false};
 
   // Makes the arena at least `bytes` long (its contents are not kept) and returns it; the only
@@ -37,25 +37,17 @@ struct ContextState {
   void release() noexcept;
 };
 
-// The error of a Context whose state is missing (out_of_memory) or failed to initialise (its
-// init status), for usable_state.
-Status unusable_state(const ContextState* st, const char* fn) noexcept;
-
-// The state of ctx, or the error every call through it must return (init_status, or
-// out_of_memory when the state itself could not be allocated). Inline: every call asks it first.
-inline Status usable_state(Context& ctx, const char* fn, ContextState** out) noexcept {
-  ContextState* st = ctx.state();
-  if (st == nullptr || !st->init.ok()) return unusable_state(st, fn);
-  *out = st;
-  return Status::Ok();
-}
+// out_of_memory: fn was called through a Context whose state is missing (moved from, or its
+// allocation failed).
+Status no_state(const char* fn) noexcept;
 
 // invalid_argument: fn was called through a Context that another call is using.
 Status busy_state(const char* fn) noexcept;
 
-// A call's hold on its Context's state, for the calls that use the arena or the thread count
-// (matmul, attention, self_attention) and the Context's setters: the state's busy flag, set by
-// use_state and cleared when the StateUse ends.
+// A call's hold on its Context's state, for every call that reads it (matmul, exp, softmax,
+// attention, self_attention, pack_matrix; pack_self_attention through its pack_matrix steps) and
+// the Context's setters: the state's busy flag, set by hold_state and cleared when the StateUse
+// ends.
 class StateUse {
  public:
   StateUse() = default;
@@ -71,20 +63,21 @@ class StateUse {
   ContextState* st_ = nullptr;
 };
 
-// Takes the state (st may be null: unusable_state's error) for the StateUse's life, or returns
+// Takes the state (st may be null: no_state's error) for the StateUse's life, or returns
 // busy_state's error if a call holds it. For the Context's setters, which work whatever
 // init_status says.
 inline Status hold_state(ContextState* st, const char* fn, StateUse* use) noexcept {
-  if (st == nullptr) return unusable_state(st, fn);
+  if (st == nullptr) return no_state(fn);
   if (st->busy.exchange(true, std::memory_order_acquire)) return busy_state(fn);
   use->st_ = st;
   return Status::Ok();
 }
 
-// usable_state's checks, then hold_state: for the calls.
+// hold_state, then init_status's check (under the hold: set_isa writes init): for the calls.
 inline Status use_state(ContextState* st, const char* fn, StateUse* use) noexcept {
-  if (st != nullptr && !st->init.ok()) return st->init;
-  return hold_state(st, fn, use);
+  ATTN_RETURN_IF_ERROR(hold_state(st, fn, use));
+  if (!st->init.ok()) return st->init;
+  return Status::Ok();
 }
 
 // Carves 64-byte aligned pieces out of a scratch block, front to back.

@@ -12,7 +12,7 @@ namespace {
 std::atomic<bool> g_forked_after_threads{false};
 
 [[maybe_unused]] void mark_forked() {
-  g_forked_after_threads.store(true);
+  g_forked_after_threads.store(true, std::memory_order_relaxed);  // the child has one thread
 }
 
 }  // namespace
@@ -22,7 +22,8 @@ std::atomic<bool> g_forked_after_threads{false};
 // them forever (measured: a 2-thread matmul in a child forked after one in the parent never
 // returned). So once attn is about to start threads, a fork handler marks every child, whose
 // calls then run on their caller's thread, as PyTorch does for its own pool after fork. A process
-// that forks before attn starts any thread keeps its threads in the children.
+// that forks before attn starts any thread keeps its threads in the children (unless it ran an
+// OpenMP region of its own before: then the child's runtime is broken for every user, attn too).
 bool threads_usable() noexcept {
 #if defined(_OPENMP) && defined(__unix__)
   static const bool registered = pthread_atfork(nullptr, nullptr, mark_forked) == 0;

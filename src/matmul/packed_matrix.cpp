@@ -42,8 +42,9 @@ PackedMatrix& PackedMatrix::operator=(PackedMatrix&& other) noexcept {
 Status pack_matrix(Context& ctx, MatrixView<const float> b, Transpose tb,
                    PackedMatrix* out) noexcept {
   constexpr const char* fn = "pack_matrix";
-  detail::ContextState* st = nullptr;
-  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  detail::StateUse use;
+  ATTN_RETURN_IF_ERROR(detail::use_state(ctx.state(), fn, &use));
+  detail::ContextState* st = use.state();
   if (out == nullptr) {
     return Status::Error(StatusCode::invalid_argument, "%s: out is null", fn);
   }

@@ -21,8 +21,9 @@ constexpr std::size_t kExpChunk = 1 << 12;
 
 Status exp(Context& ctx, const float* x, float* y, std::size_t n) noexcept {
   constexpr const char* fn = "exp";
-  detail::ContextState* st = nullptr;
-  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  detail::StateUse use;
+  ATTN_RETURN_IF_ERROR(detail::use_state(ctx.state(), fn, &use));
+  detail::ContextState* st = use.state();
   ATTN_RETURN_IF_ERROR(detail::validate_exp(fn, x, y, n));
   const auto exp_kernel = st->kernels->exp;
   const int threads = n >= kParallelExpMin ? st->threads : 1;
@@ -40,8 +41,9 @@ Status exp(Context& ctx, const float* x, float* y, std::size_t n) noexcept {
 
 Status softmax(Context& ctx, MatrixView<const float> x, MatrixView<float> y) noexcept {
   constexpr const char* fn = "softmax";
-  detail::ContextState* st = nullptr;
-  ATTN_RETURN_IF_ERROR(detail::usable_state(ctx, fn, &st));
+  detail::StateUse use;
+  ATTN_RETURN_IF_ERROR(detail::use_state(ctx.state(), fn, &use));
+  detail::ContextState* st = use.state();
   ATTN_RETURN_IF_ERROR(detail::validate_softmax(fn, x, y));
   if (x.rows == 0 || x.cols == 0) return Status::Ok();
   const detail::Kernels& kern = *st->kernels;

@@ -485,9 +485,14 @@ TEST_CASE("a Context reserved to another's peak scratch allocates nothing in its
 #if defined(_OPENMP)
 TEST_CASE("calls from inside the caller's own OpenMP parallel region allocate nothing", "[alloc]") {
   // Each of the caller's 2 threads runs the workload on its own 2-thread Context. The runtime does
-  // not nest regions by default (max-active-levels 1), so each call runs on its caller's thread;
-  // entering the nested region anyway made libgomp allocate a one-thread team in every call.
-  REQUIRE(omp_get_max_active_levels() == 1);
+  // not nest regions by default (max-active-levels 1, set here whatever OMP_MAX_ACTIVE_LEVELS
+  // says), so each call runs on its caller's thread; entering the nested region anyway made
+  // libgomp allocate a one-thread team in every call.
+  struct Levels {
+    int saved = omp_get_max_active_levels();
+    Levels() { omp_set_max_active_levels(1); }
+    ~Levels() { omp_set_max_active_levels(saved); }
+  } levels;
   for (attn::Isa isa : attn_test::test_isas()) {
     INFO("isa " << attn::isa_name(isa));
     Workload works[2];
