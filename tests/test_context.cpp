@@ -168,6 +168,13 @@ void every_routine_fails(attn::Context& ctx, attn::StatusCode code, const char* 
   expect(attn::self_attention(ctx, {i, 3, 4, 4}, 1, p, {o, 3, 4, 4}), "self_attention");
   attn::PackedSelfAttention layer;
   expect(attn::pack_self_attention(ctx, p, &layer), "pack_self_attention");
+  // The packed overloads fail on the Context before they look at their (empty) operands.
+  expect(attn::matmul(ctx, {i, 2, 4, 4}, attn::Transpose::no, packed, {o, 2, 3, 3}),
+         "matmul, packed");
+  expect(attn::self_attention(ctx, {i, 3, 4, 4}, 1, layer, {}, {o, 3, 4, 4}),
+         "self_attention, packed");
+  CHECK(packed.empty());
+  CHECK(layer.empty());
   for (float x : out)
     CHECK(x == kSentinel);
 }
@@ -199,59 +206,36 @@ TEST_CASE("every routine fails on a Context with a bad ATTN_ISA or no state", "[
   CHECK(taken.init_status().ok());
 }
 
-TEST_CASE("a Context in use by one call refuses the calls that share its arena", "[context]") {
+TEST_CASE("a Context in use by one call refuses every other call and setter", "[context]") {
   // README "Thread safety": every call and setter holds the Context while it runs; another one
   // through it meanwhile is invalid_argument and writes nothing.
   attn::Context ctx;
-  std::vector<float> a(8 * 8, 1.0f), b(8 * 8, 1.0f), c(8 * 8, 7.0f);
-  const auto av = attn::make_matrix<const float>(a.data(), 8, 8);
-  const auto bv = attn::make_matrix<const float>(b.data(), 8, 8);
-  const auto cv = attn::make_matrix(c.data(), 8, 8);
   REQUIRE(ctx.reserve_scratch(4096).ok());
   const std::size_t held = ctx.scratch_bytes();
   ctx.state()->busy.store(true);  // as a call on another thread would hold it
+  every_routine_fails(ctx, attn::StatusCode::invalid_argument,
+                      "ctx is in use by another call (a Context serves one call at a time");
   const auto refused = [](const attn::Status& s, const char* fn) {
     INFO("message: " << s.message());
     CHECK(s.code() == attn::StatusCode::invalid_argument);
-    CHECK(std::string(s.message()) ==
-          std::string(fn) +
-              ": ctx is in use by another call (a Context serves one call at a time: use one "
-              "Context per thread)");
+    CHECK(std::string(s.message()).rfind(std::string(fn) + ": ctx is in use", 0) == 0);
   };
-  refused(attn::matmul(ctx, av, attn::Transpose::no, bv, attn::Transpose::no, cv), "matmul");
-  attn::PackedMatrix packed;
-  refused(attn::matmul(ctx, av, attn::Transpose::no, packed, cv), "matmul");
-  CHECK(c == std::vector<float>(8 * 8, 7.0f));
-  std::vector<float> q(2 * 4, 1.0f), o(2 * 4, 7.0f);
-  const auto t = attn::make_bhsd<const float>(q.data(), 1, 1, 2, 4);
-  refused(attn::attention(ctx, t, t, t, attn::make_bhsd(o.data(), 1, 1, 2, 4), {}), "attention");
-  attn::SelfAttentionParams params;
-  params.q.weight = params.k.weight = params.v.weight = av;
-  params.num_heads = 2;
-  refused(attn::self_attention(ctx, av, 1, params, cv), "self_attention");
-  attn::PackedSelfAttention layer;
-  refused(attn::self_attention(ctx, av, 1, layer, {}, cv), "self_attention");
-  CHECK(o == std::vector<float>(2 * 4, 7.0f));
-  CHECK(c == std::vector<float>(8 * 8, 7.0f));
   refused(ctx.set_num_threads(2), "Context::set_num_threads");
   refused(ctx.set_isa(Isa::scalar), "Context::set_isa");
   refused(ctx.reserve_scratch(held * 2), "Context::reserve_scratch");
   ctx.release_scratch();  // nothing to report: it leaves the arena alone
   CHECK(ctx.num_threads() == 1);
   CHECK(ctx.scratch_bytes() == held);
-  refused(attn::exp(ctx, a.data(), c.data(), 4), "exp");
-  refused(attn::softmax(ctx, av, cv), "softmax");
-  refused(attn::pack_matrix(ctx, bv, attn::Transpose::no, &packed), "pack_matrix");
-  refused(attn::pack_self_attention(ctx, params, &layer), "pack_self_attention");
-  CHECK(packed.empty());
-  CHECK(layer.empty());
-  CHECK(c == std::vector<float>(8 * 8, 7.0f));
 
   ctx.state()->busy.store(false);
-  CHECK(attn::matmul(ctx, av, attn::Transpose::no, bv, attn::Transpose::no, cv).ok());
+  std::vector<float> a(8 * 8, 1.0f), c(8 * 8, 7.0f);
+  const auto av = attn::make_matrix<const float>(a.data(), 8, 8);
+  CHECK(attn::matmul(ctx, av, attn::Transpose::no, av, attn::Transpose::no,
+                     attn::make_matrix(c.data(), 8, 8))
+            .ok());
   CHECK(c == std::vector<float>(8 * 8, 8.0f));
   CHECK_FALSE(ctx.state()->busy.load());  // each call lets go of it, on success
-  CHECK(attn::matmul(ctx, av, attn::Transpose::yes, bv, attn::Transpose::no,
+  CHECK(attn::matmul(ctx, av, attn::Transpose::yes, av, attn::Transpose::no,
                      attn::make_matrix(c.data(), 8, 9))
             .code() == attn::StatusCode::invalid_argument);
   CHECK_FALSE(ctx.state()->busy.load());  // and on error

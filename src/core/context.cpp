@@ -1,5 +1,6 @@
+#include <algorithm>
 #include <cstdlib>
-#include <cstring>
+#include <iterator>
 #include <new>
 
 #include "attn/context.hpp"
@@ -112,7 +113,7 @@ int Context::num_threads() const noexcept {
 Status Context::set_isa(Isa isa) noexcept {
   detail::StateUse use;
   ATTN_RETURN_IF_ERROR(detail::hold_state(state_, "Context::set_isa", &use));
-  if (std::strcmp(isa_name(isa), "unknown") == 0) {
+  if (std::find(std::begin(kAllIsas), std::end(kAllIsas), isa) == std::end(kAllIsas)) {
     return Status::Error(StatusCode::invalid_argument,
                          "Context::set_isa: isa (%d) is not an attn::Isa", static_cast<int>(isa));
   }
