@@ -247,6 +247,39 @@ TEST_CASE("data not aligned to its elements is rejected, empty views and bytes n
   CHECK(untouched(sa_out));
 }
 
+// reference::exp validates its arguments exactly as attn::exp (include/attn/reference.hpp;
+// src/core/args.cpp validate_exp): null x or y with n > 0, data not aligned to a float, a byte
+// count beyond ptrdiff_t, addresses that wrap, and y overlapping x other than y == x are
+// invalid_argument with a message naming the routine and the argument, and nothing is written.
+TEST_CASE("reference::exp rejects bad arguments as exp does and writes nothing",
+          "[args][vmath][reference]") {
+  std::vector<float> x(17, 1.0f), y(17, kSentinel);
+  check_error(attn::reference::exp(nullptr, y.data(), 3), {"reference::exp: x is null", "n = 3"});
+  check_error(attn::reference::exp(x.data(), nullptr, 3), {"reference::exp: y is null", "n = 3"});
+  check_error(attn::reference::exp(nullptr, nullptr, 1), {"reference::exp: x is null"});
+  check_error(attn::reference::exp(y.data(), y.data() + 1, 3), {"reference::exp: y overlaps x"});
+  check_error(attn::reference::exp(y.data() + 2, y.data(), 3), {"reference::exp: y overlaps x"});
+  check_error(attn::reference::exp(misaligned(x.data()), y.data(), 3),
+              {"reference::exp: x's data", "not aligned to its 4-byte elements"});
+  check_error(attn::reference::exp(x.data(), misaligned(y.data()), 3),
+              {"reference::exp: y's data", "not aligned"});
+  check_error(attn::reference::exp(x.data(), y.data(), std::size_t{1} << 62),
+              {"reference::exp: x spans more bytes", "4611686018427387904 elements of 4 bytes"});
+  check_error(attn::reference::exp(x.data(), y.data(), (std::size_t{1} << 61) + 1),
+              {"reference::exp: x spans more bytes"});
+  // 32 floats from 64 bytes below the top of the address space (never dereferenced).
+  const auto top = reinterpret_cast<float*>(UINTPTR_MAX - 63);
+  check_error(attn::reference::exp(top, y.data(), 32),
+              {"reference::exp: x wraps around the address space"});
+  check_error(attn::reference::exp(x.data(), top, 32),
+              {"reference::exp: y wraps around the address space"});
+  CHECK(untouched(y));
+  // Valid: n == 0 with any pointers, and y == x exactly.
+  CHECK(attn::reference::exp(nullptr, nullptr, 0).ok());
+  CHECK(attn::reference::exp(misaligned(x.data()), nullptr, 0).ok());
+  CHECK(attn::reference::exp(x.data(), x.data(), 3).ok());
+}
+
 TEST_CASE("attention rejects bad arguments and writes nothing", "[args][attention]") {
   attn::Context ctx;
   Problem p;

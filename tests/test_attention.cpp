@@ -1,6 +1,7 @@
 // attention against reference::attention on every ISA and thread count: shapes chosen to break
 // tiling, every mask kind and combination, GQA/MQA, cross-attention, Dk != Dv, strided BSHD
 // views, weights on and off. Tolerances: support/attention_case.hpp.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -626,5 +627,158 @@ TEST_CASE("attention: NaN and inf propagate, blocked keys are never read", "[att
     REQUIRE(attn::attention(ctx, tq, tk, tv, to, {}).ok());
     for (std::size_t i = 0; i < L; ++i)
       CHECK(std::isinf(out[i * D + 2]));
+  }
+}
+
+namespace {
+
+// [B, H, Lq, Lk] attention of Dk 4, Dv 3 under a causal mask (row i attends keys j <= i) and an
+// additive bias, into which poison() puts NaN and inf.
+struct Poisoned {
+  static constexpr std::size_t B = 2, H = 2, Lq = 4, Lk = 5, Dk = 4, Dv = 3;
+  std::vector<float> q, k, v, bias;
+  Poisoned() {
+    attn_test::Rng rng(31);
+    q = rng.uniform_vec(B * H * Lq * Dk);
+    k = rng.uniform_vec(B * H * Lk * Dk);
+    v = rng.uniform_vec(B * H * Lk * Dv);
+    bias = rng.uniform_vec(B * H * Lq * Lk, -0.5f, 0.5f);
+    ke(1, 1, 0, 0) = 0.75f;
+  }
+  static std::size_t row(std::size_t b, std::size_t h, std::size_t i) {
+    return (b * H + h) * Lq + i;
+  }
+  float& qe(std::size_t b, std::size_t h, std::size_t i, std::size_t x) {
+    return q[row(b, h, i) * Dk + x];
+  }
+  float& ke(std::size_t b, std::size_t h, std::size_t j, std::size_t x) {
+    return k[((b * H + h) * Lk + j) * Dk + x];
+  }
+  float& be(std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+    return bias[row(b, h, i) * Lk + j];
+  }
+  // NaN or +inf in the scores of six query rows, returned as row(b, h, i); and NaN where the
+  // causal mask blocks it (key 4 of k, which no row attends, and a bias entry above the diagonal).
+  std::vector<std::size_t> poison() {
+    qe(0, 1, 2, 1) = attn_test::nan_f();  // NaN in q
+    ke(1, 0, 2, 3) = attn_test::nan_f();  // NaN in key 2: rows 2 and 3 attend it, 0 and 1 not
+    be(0, 0, 1, 0) = attn_test::nan_f();  // NaN in the bias
+    be(1, 1, 3, 1) = attn_test::inf_f();  // +inf in the bias: inf - inf
+    // +inf in q against a positive k (the constructor's 0.75): row 0 attends key 0 only, whose
+    // score is +inf.
+    qe(1, 1, 0, 0) = attn_test::inf_f();
+    // Blocked by the mask: never part of a score.
+    ke(0, 0, 4, 0) = attn_test::nan_f();
+    be(1, 0, 0, 3) = attn_test::nan_f();
+    return {row(0, 1, 2), row(1, 0, 2), row(1, 0, 3), row(0, 0, 1), row(1, 1, 3), row(1, 1, 0)};
+  }
+  attn::TensorView<const float> tq() const {
+    return attn::make_bhsd<const float>(q.data(), B, H, Lq, Dk);
+  }
+  attn::TensorView<const float> tk() const {
+    return attn::make_bhsd<const float>(k.data(), B, H, Lk, Dk);
+  }
+  attn::TensorView<const float> tv() const {
+    return attn::make_bhsd<const float>(v.data(), B, H, Lk, Dv);
+  }
+  attn::AttentionOptions options(std::vector<float>* w) const {
+    attn::AttentionOptions o;
+    o.mask =
+        attn::Mask::causal().with_additive(attn::make_bhsd<const float>(bias.data(), B, H, Lq, Lk));
+    if (w != nullptr) {
+      w->assign(B * H * Lq * Lk, 9.0f);
+      o.weights = attn::make_bhsd(w->data(), B, H, Lq, Lk);
+    }
+    return o;
+  }
+};
+
+bool row_all(const std::vector<float>& m, std::size_t r, std::size_t n, bool (*pred)(float)) {
+  for (std::size_t x = 0; x < n; ++x)
+    if (!pred(m[r * n + x])) return false;
+  return true;
+}
+
+}  // namespace
+
+// README "Masks" (and "Guarantees", NaN, inf and fully masked rows): NaN in an attended score,
+// from q, k or the additive bias, makes that output row and weights row NaN, and so does a +inf
+// score (inf - inf); NaN in the k row of a key the mask blocks never reaches the output, nor does
+// a bias entry of a blocked key (the bias is added to the scores of the keys left). The
+// reference (include/attn/reference.hpp, the oracle) shares the contract: its other rows are the
+// same bits as without the NaN, with weights and without. attn::attention on every ISA, 1 and 2
+// threads, weights and not, gives NaN in the same rows (out and weights) and elsewhere stays within
+// the tolerance of tests/support/attention_case.hpp of the reference without the NaN.
+TEST_CASE("reference::attention and attention: a NaN or +inf score makes only its row NaN",
+          "[attention][ieee][reference]") {
+  using P = Poisoned;
+  const std::size_t rows = P::B * P::H * P::Lq;
+  Poisoned clean, bad;
+  const std::vector<std::size_t> nan_rows = bad.poison();
+  const auto is_nan_row = [&](std::size_t r) {
+    return std::find(nan_rows.begin(), nan_rows.end(), r) != nan_rows.end();
+  };
+  const auto nan = [](float x) { return std::isnan(x); };
+  const auto finite = [](float x) { return std::isfinite(x); };
+
+  std::vector<float> want(rows * P::Dv), want_w;
+  REQUIRE(attn::reference::attention(clean.tq(), clean.tk(), clean.tv(),
+                                     attn::make_bhsd(want.data(), P::B, P::H, P::Lq, P::Dv),
+                                     clean.options(&want_w))
+              .ok());
+  for (bool weights : {true, false}) {
+    INFO("reference, weights " << weights);
+    std::vector<float> out(rows * P::Dv, 9.0f), w;
+    REQUIRE(attn::reference::attention(bad.tq(), bad.tk(), bad.tv(),
+                                       attn::make_bhsd(out.data(), P::B, P::H, P::Lq, P::Dv),
+                                       bad.options(weights ? &w : nullptr))
+                .ok());
+    for (std::size_t r = 0; r < rows; ++r) {
+      INFO("row " << r);
+      if (is_nan_row(r)) {
+        CHECK(row_all(out, r, P::Dv, nan));
+        if (weights) CHECK(row_all(w, r, P::Lk, nan));
+        continue;
+      }
+      CHECK(row_all(out, r, P::Dv, finite));
+      for (std::size_t x = 0; x < P::Dv; ++x)
+        CHECK(out[r * P::Dv + x] == want[r * P::Dv + x]);
+      if (!weights) continue;
+      for (std::size_t j = 0; j < P::Lk; ++j)
+        CHECK(w[r * P::Lk + j] == want_w[r * P::Lk + j]);
+    }
+  }
+
+  // attention_case.hpp's bound: 2 u (2 (Dk + 2) S + 2 Lk + 8) V, with q, k, v in [-1, 1] and the
+  // bias in [-0.5, 0.5]: S <= scale Dk + 0.5 (scale = 1 / sqrt(Dk)), V <= 1.
+  const double u = std::ldexp(1.0, -24);
+  const double S = 1.0 / std::sqrt(double(P::Dk)) * P::Dk + 0.5;
+  const double tol = 2.0 * u * (2.0 * (P::Dk + 2) * S + 2.0 * P::Lk + 8.0);
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (int threads : {1, 2}) {
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      for (bool weights : {true, false}) {
+        INFO("isa " << attn::isa_name(isa) << ", " << threads << " threads, weights " << weights);
+        std::vector<float> out(rows * P::Dv, 9.0f), w;
+        REQUIRE(attn::attention(ctx, bad.tq(), bad.tk(), bad.tv(),
+                                attn::make_bhsd(out.data(), P::B, P::H, P::Lq, P::Dv),
+                                bad.options(weights ? &w : nullptr))
+                    .ok());
+        for (std::size_t r = 0; r < rows; ++r) {
+          INFO("row " << r);
+          if (is_nan_row(r)) {
+            CHECK(row_all(out, r, P::Dv, nan));
+            if (weights) CHECK(row_all(w, r, P::Lk, nan));
+            continue;
+          }
+          CHECK(row_all(out, r, P::Dv, finite));
+          for (std::size_t x = 0; x < P::Dv; ++x)
+            CHECK(std::fabs(out[r * P::Dv + x] - want[r * P::Dv + x]) <= tol);
+          if (!weights) continue;
+          for (std::size_t j = 0; j < P::Lk; ++j)
+            CHECK(std::fabs(w[r * P::Lk + j] - want_w[r * P::Lk + j]) <= tol);
+        }
+      }
+    }
   }
 }

@@ -40,6 +40,26 @@ TEST_CASE("Status carries a code and a message", "[status]") {
   CHECK(std::string(truncated.message()).size() == attn::Status::kMaxMessage - 1);
 }
 
+// status_code_name names every StatusCode as its enumerator is spelled (include/attn/status.hpp:
+// "ok", "invalid_argument", "unsupported", "out_of_memory"), and a value outside the enum (a
+// StatusCode cast from an int) gets "unknown", never a null pointer.
+TEST_CASE("status_code_name names every code and unknown outside the enum", "[status]") {
+  using attn::StatusCode;
+  CHECK(std::string(attn::status_code_name(StatusCode::ok)) == "ok");
+  CHECK(std::string(attn::status_code_name(StatusCode::invalid_argument)) == "invalid_argument");
+  CHECK(std::string(attn::status_code_name(StatusCode::unsupported)) == "unsupported");
+  CHECK(std::string(attn::status_code_name(StatusCode::out_of_memory)) == "out_of_memory");
+  for (int v : {-1, 4, 5, 255, 1 << 30}) {
+    INFO("value " << v);
+    const char* name = attn::status_code_name(static_cast<StatusCode>(v));
+    REQUIRE(name != nullptr);
+    CHECK(std::string(name) == "unknown");
+  }
+  // The name of a Status's own code.
+  const auto s = attn::Status::Error(StatusCode::unsupported, "x");
+  CHECK(std::string(attn::status_code_name(s.code())) == "unsupported");
+}
+
 TEST_CASE("ISA names parse back and scalar is always supported", "[isa]") {
   // kAllIsas holds the enumerators 0..n-1, and isa_name (a switch over all of them: -Wswitch)
   // knows none after them, so an enumerator missing from kAllIsas fails here.
@@ -99,6 +119,40 @@ TEST_CASE("Context defaults, threads and ISA selection", "[context]") {
   }
   attn::Context moved = std::move(ctx);
   CHECK(moved.num_threads() == 3);
+}
+
+TEST_CASE("Move assignment hands over the state and frees the target's own", "[context]") {
+  // include/attn/context.hpp: a Context is movable; the moved-from one has no state (its calls
+  // answer out_of_memory) until something is moved into it; self-move-assignment changes nothing.
+  // The target's own arena is freed (ASan's leak check in CI sees it otherwise).
+  const float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1};
+  const auto works = [&](attn::Context& ctx) {
+    float c[4] = {0, 0, 0, 0};
+    const attn::Status s =
+        attn::matmul(ctx, attn::MatrixView<const float>{a, 2, 3, 3}, attn::Transpose::no,
+                     {b, 3, 2, 2}, attn::Transpose::no, attn::MatrixView<float>{c, 2, 2, 2});
+    INFO(s.message());
+    return s.ok() && c[0] == 4 && c[1] == 5 && c[2] == 10 && c[3] == 11;
+  };
+  attn::Context source, target;
+  REQUIRE(source.set_num_threads(3).ok());
+  REQUIRE(source.reserve_scratch(1 << 16).ok());
+  REQUIRE(target.reserve_scratch(1 << 12).ok());
+  const std::size_t held = source.scratch_bytes();
+  target = std::move(source);
+  CHECK(target.num_threads() == 3);
+  CHECK(target.scratch_bytes() == held);
+  CHECK(works(target));
+  CHECK(source.init_status().code() == attn::StatusCode::out_of_memory);
+  CHECK_FALSE(works(source));
+  attn::Context& same = target;
+  target = std::move(same);
+  CHECK(target.num_threads() == 3);
+  CHECK(works(target));
+  source = std::move(target);  // into a moved-from Context
+  CHECK(works(source));
+  CHECK(source.num_threads() == 3);
+  CHECK(target.init_status().code() == attn::StatusCode::out_of_memory);
 }
 
 TEST_CASE("ATTN_ISA selects the ISA, and an unsupported one fails every call", "[context]") {

@@ -4,8 +4,9 @@
 // never run it through matmul. It must write the bits of the intrinsics tile on the same panel
 // (Kernels::gemm_direct_wide: the same sums in the same order) and meet GemmDirectKernel's
 // contract: C = alpha A B + beta C + bias on m rows and n columns, nothing else written,
-// beta == 0 never reading C.
+// beta == 0 never reading C. Then the driver around it (GemmPath::wide_panels), forced.
 // (Tolerance: support/direct_tile_check.hpp.)
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cfloat>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "dispatch/kernels.hpp"
+#include "matmul/gemm.hpp"
 #include "support/direct_tile_check.hpp"
 #include "support/kernel_tables.hpp"
 #include "support/test_support.hpp"
@@ -85,5 +87,72 @@ TEST_CASE("the wide tile on a packed panel writes the intrinsics tile's bits", "
         }
       });
   // AVX-512 has the loop; elsewhere (or where the CPU lacks it) there is nothing to compare.
+  if (!ran) WARN("no ISA on this CPU has the wide panel tile");
+}
+
+TEST_CASE("GemmPath::wide_panels forced on every CPU", "[matmul][gemm]") {
+  // The driver around that tile (gemm_wide_panels in matmul/gemm.cpp: op(B) packed into NR-wide
+  // panels by the threads, a barrier, then each thread's block of MR_wide-row groups against every
+  // panel) runs through matmul only where CpuInfo::l2_feeds_in_place_b is false (Intel), so
+  // test_matmul's wide-panel cases take other paths elsewhere. Here gemm_on_path runs it on every
+  // CPU whose ISA has the tile: A row-major (the path reads its rows in place), B and B^T (both
+  // packing routines); m under one group of rows (1, 5), one (6), groups and a partial one (133);
+  // n under a panel (1, 63), one (64), panels and a partial one (65, 200); k 1, 13 (under the
+  // loop's tail), 100 and 520 (groups of 8 steps); alpha 1 with beta 0 over a NaN C (never read),
+  // or -0.5 with beta 2 and a bias; C's padding columns unwritten. Threads 1, 2 and 3 (under an
+  // emulator 1 and 2) bit-identical, and within support/direct_tile_check.hpp's bound (on op(B)
+  // copied row-major); the 2 MFLOP below which the driver runs one thread leaves 133 x 200 x 100
+  // and 133 x 200 x 520 on several.
+  const bool ran = attn_test::for_each_table_with(
+      [](const attn::detail::Kernels& k) { return k.gemm_wide_panel != nullptr; },
+      [&](attn::Isa isa, const attn::detail::Kernels* kern) {
+        constexpr std::size_t kPad = 3;  // floats past each row of A, B and C
+        for (std::size_t m : {1, 5, 6, 133}) {
+          for (std::size_t n : {1, 63, 64, 65, 200}) {
+            for (std::size_t k : {1, 13, 100, 520}) {
+              for (bool bt : {false, true}) {
+                const bool plain = (m + n + k) % 2 == 0;
+                const float alpha = plain ? 1.0f : -0.5f, beta = plain ? 0.0f : 2.0f;
+                INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " k " << k
+                            << " B^T " << bt << " alpha " << alpha << " beta " << beta);
+                attn_test::Rng rng(static_cast<std::uint32_t>(m * 7 + n * 3 + k));
+                const std::size_t lda = k + kPad, ldb = (bt ? k : n) + kPad, ldc = n + kPad;
+                const auto a = rng.uniform_vec(m * lda), b = rng.uniform_vec((bt ? n : k) * ldb),
+                           bias = rng.uniform_vec(n);
+                auto c0 = rng.uniform_vec(m * ldc);
+                if (plain) std::fill(c0.begin(), c0.end(), attn_test::nan_f());
+                std::vector<float> op_b(k * n);  // op(B) row-major, for the check
+                for (std::size_t p = 0; p < k; ++p) {
+                  for (std::size_t j = 0; j < n; ++j)
+                    op_b[p * n + j] = bt ? b[j * ldb + p] : b[p * ldb + j];
+                }
+                const attn::detail::GemmOperand ga{a.data(), lda, 1},
+                    gb = bt ? attn::detail::GemmOperand{b.data(), 1, ldb}
+                            : attn::detail::GemmOperand{b.data(), ldb, 1};
+                const float* bias_p = plain ? nullptr : bias.data();
+                std::vector<float> first;
+                for (int threads : {1, 2, 3}) {
+                  if (threads == 3 && attn_test::emulated()) break;
+                  INFO("threads " << threads);
+                  std::vector<unsigned char> scratch(
+                      attn::detail::gemm_path_scratch_bytes(
+                          *kern, attn::detail::GemmPath::wide_panels, threads, {m, n, k}, ga, gb) +
+                      64);
+                  void* at = scratch.data() +
+                             (64 - reinterpret_cast<std::uintptr_t>(scratch.data()) % 64) % 64;
+                  auto c = c0;
+                  attn::detail::gemm_on_path(*kern, attn::detail::GemmPath::wide_panels, threads,
+                                             {m, n, k}, alpha, ga, gb, beta, c.data(), ldc, at,
+                                             bias_p);
+                  if (first.empty()) first = c;
+                  const attn_test::DirectTile tile{m,    n, k,      alpha, beta, a, lda,
+                                                   op_b, n, bias_p, c0,    ldc,  m};
+                  CHECK(attn_test::check_direct_tile(tile, first, c) == 0);
+                }
+              }
+            }
+          }
+        }
+      });
   if (!ran) WARN("no ISA on this CPU has the wide panel tile");
 }

@@ -102,6 +102,67 @@ TEST_CASE("exp special values are C's", "[exp]") {
   }
 }
 
+// attn::reference::exp is float64 exp rounded once to float (include/attn/reference.hpp: "Each
+// output is the double-precision result rounded once to float"), so it must equal
+// static_cast<float>(std::exp(double(x))) bit for bit, with C's special values (include/attn/
+// vmath.hpp, README "Accuracy"): exp(+-0) = 1, exp(-inf) = +0, exp(+inf) = +inf, NaN stays NaN,
+// +inf above 88.72284, subnormal results down to -103.97, then +0. y may equal x.
+TEST_CASE("reference::exp is float64 exp rounded once to float bit for bit and in place",
+          "[exp][reference]") {
+  std::vector<float> x = {0.0f,      -0.0f,      1.0f,     -1.0f,      0.5f,         -0.5f,
+                          88.72283f, 88.72284f,  88.7229f, 89.0f,      1000.0f,      FLT_MAX,
+                          -87.3365f, -87.33655f, -100.0f,  -103.9720f, -103.9721f,   -104.0f,
+                          -1000.0f,  -FLT_MAX,   FLT_MIN,  -FLT_MIN,   FLT_TRUE_MIN, -FLT_TRUE_MIN,
+                          1e-30f,    inf_f(),    -inf_f(), nan_f(),    -nan_f()};
+  attn_test::Rng rng(17);
+  for (int i = 0; i < 4000; ++i)
+    x.push_back(rng.uniform(-110.0f, 95.0f));
+  for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += 65521)  // every sign and exponent
+    x.push_back(from_bits(static_cast<std::uint32_t>(b)));
+  const auto bits = [](float f) {
+    std::uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  std::vector<float> y(x.size(), 7.0f);
+  REQUIRE(attn::reference::exp(x.data(), y.data(), x.size()).ok());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float want = static_cast<float>(std::exp(static_cast<double>(x[i])));
+    const bool same = std::isnan(want) ? std::isnan(y[i]) : bits(y[i]) == bits(want);
+    if (!same && bad++ < 5) FAIL_CHECK("x = " << x[i] << ": " << y[i] << ", want " << want);
+  }
+  CHECK(bad == 0);
+  // The special values by name (x's first entries, by index).
+  CHECK(bits(y[0]) == bits(1.0f));  // e^0
+  CHECK(bits(y[1]) == bits(1.0f));  // e^-0
+  CHECK(y[2] == static_cast<float>(2.718281828459045));
+  CHECK(y[3] == static_cast<float>(0.36787944117144233));
+  CHECK(std::isfinite(y[6]));  // e^88.72283: finite, near FLT_MAX
+  CHECK(y[6] > 3.0e38f);
+  for (std::size_t i : {7, 8, 9, 10, 11, 25})  // x >= 88.72284 and +inf: +inf
+    CHECK(y[i] == inf_f());
+  CHECK(std::fpclassify(y[14]) == FP_SUBNORMAL);  // e^-100
+  CHECK(std::fpclassify(y[15]) == FP_SUBNORMAL);  // e^-103.972: the smallest nonzero results
+  for (std::size_t i : {16, 17, 18, 19, 26}) {    // below -103.97 and -inf: +0, never -0
+    CHECK(y[i] == 0.0f);
+    CHECK_FALSE(std::signbit(y[i]));
+  }
+  CHECK(std::isnan(y[27]));
+  CHECK(std::isnan(y[28]));
+  // In place (y == x) gives the same bits.
+  std::vector<float> z = x;
+  REQUIRE(attn::reference::exp(z.data(), z.data(), z.size()).ok());
+  bad = 0;
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    const bool same = std::isnan(y[i]) ? std::isnan(z[i]) : bits(z[i]) == bits(y[i]);
+    if (!same && bad++ < 5) FAIL_CHECK("in place, x = " << x[i] << ": " << z[i] << " vs " << y[i]);
+  }
+  CHECK(bad == 0);
+  // n == 0 reads and writes nothing: null pointers are valid.
+  CHECK(attn::reference::exp(nullptr, nullptr, 0).ok());
+}
+
 namespace {
 
 void check_softmax(attn::Context& ctx, const std::vector<float>& x, std::size_t rows,
@@ -186,6 +247,92 @@ TEST_CASE("softmax rows of -inf become zeros, NaN and +inf make the row NaN", "[
     REQUIRE(attn::softmax(ctx, {p.data(), 1, 3, 3}, {q.data(), 1, 3, 3}).ok());
     for (float v : q)
       CHECK(std::isnan(v));
+  }
+}
+
+// A row holding a NaN is NaN, a row holding +inf is NaN (inf - inf), a row of only -inf is zeros,
+// and ordinary rows beside them in the same call are what they are alone: the contract of
+// attn::softmax (include/attn/vmath.hpp; README "Guarantees", NaN, inf and fully masked rows),
+// which reference::softmax shares (include/attn/reference.hpp: the oracles). The reference's
+// ordinary rows are bit-identical to a call without the special rows; every ISA (1 and 2 threads,
+// out of place and in place) gives the same NaN and zero rows, and its other rows are within
+// check_softmax's bound of the reference.
+TEST_CASE(
+    "reference::softmax and softmax: NaN and +inf rows are NaN and -inf rows zeros beside "
+    "ordinary rows",
+    "[softmax][reference]") {
+  const std::size_t rows = 7, cols = 37, stride = 40;
+  attn_test::Rng rng(23);
+  const std::vector<float> clean = rng.uniform_vec(rows * stride, -8.0f, 8.0f);
+  std::vector<float> x = clean;
+  x[1 * stride + 5] = nan_f();  // row 1: one NaN
+  for (std::size_t j = 0; j < cols; ++j)
+    x[2 * stride + j] = -inf_f();  // row 2: only -inf
+  x[4 * stride + 11] = inf_f();    // row 4: one +inf
+  for (std::size_t j = 0; j < cols; j += 3)
+    x[5 * stride + j] = -inf_f();  // row 5: some -inf, an ordinary row
+  x[6 * stride + 0] = -inf_f();    // row 6: a -inf and a NaN: NaN
+  x[6 * stride + 36] = nan_f();
+  const bool special[rows] = {false, true, true, false, true, false, true};
+  const auto at = [&](std::vector<float>& v) {
+    return attn::MatrixView<float>{v.data(), rows, cols, stride};
+  };
+  const auto cat = [&](const std::vector<float>& v) {
+    return attn::MatrixView<const float>{v.data(), rows, cols, stride};
+  };
+  // The special rows must come out as NaN rows (1, 4, 6) and a zero row (2).
+  const auto check_special_rows = [&](const std::vector<float>& y) {
+    for (std::size_t j = 0; j < cols; ++j) {
+      INFO("column " << j);
+      CHECK(std::isnan(y[1 * stride + j]));
+      CHECK(y[2 * stride + j] == 0.0f);
+      CHECK(std::isnan(y[4 * stride + j]));
+      CHECK(std::isnan(y[6 * stride + j]));
+    }
+  };
+
+  // The reference: each row alone is the same row with no special rows beside it.
+  std::vector<float> want_clean(rows * stride, 7.0f), want(rows * stride, 7.0f);
+  std::vector<float> clean_with_row5 = clean;
+  for (std::size_t j = 0; j < cols; j += 3)
+    clean_with_row5[5 * stride + j] = -inf_f();
+  REQUIRE(attn::reference::softmax(cat(clean_with_row5), at(want_clean)).ok());
+  REQUIRE(attn::reference::softmax(cat(x), at(want)).ok());
+  check_special_rows(want);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < stride; ++j) {
+      const std::size_t e = i * stride + j;
+      if (j >= cols) {
+        CHECK(want[e] == 7.0f);  // the padding between rows is not written
+      } else if (!special[i]) {
+        CHECK(want[e] == want_clean[e]);  // bit for bit (no NaN, no -0 in ordinary rows)
+        CHECK(std::isfinite(want[e]));
+      }
+    }
+  }
+  // In place gives the same.
+  std::vector<float> in_place = x;
+  REQUIRE(attn::reference::softmax(cat(in_place), at(in_place)).ok());
+  for (std::size_t e = 0; e < x.size(); ++e) {
+    if (e % stride < cols)
+      CHECK(((std::isnan(want[e]) && std::isnan(in_place[e])) || want[e] == in_place[e]));
+  }
+
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (int threads : {1, 2}) {
+      INFO("isa " << attn::isa_name(isa) << ", " << threads << " threads");
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      std::vector<float> y(rows * stride, 7.0f);
+      REQUIRE(attn::softmax(ctx, cat(x), at(y)).ok());
+      check_special_rows(y);
+      std::vector<float> z = x;
+      REQUIRE(attn::softmax(ctx, cat(z), at(z)).ok());
+      check_special_rows(z);
+      // The ordinary rows: within the bound of the reference (which check_softmax also asks of
+      // the NaN rows; its bound for the zero row is a few subnormal ULP, checked exact above).
+      check_softmax(ctx, x, rows, cols, stride, false);
+      check_softmax(ctx, x, rows, cols, stride, true);
+    }
   }
 }
 
