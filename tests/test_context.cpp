@@ -367,7 +367,7 @@ TEST_CASE("a process forked after a multi-thread call computes on its calling th
   if (pid == 0) {  // the child: no Catch macro here, only its exit status
     alarm(attn_test::emulated() ? 300 : 30);
     const bool ok = run(&got) && got == want && run(&got) && got == want;
-    _exit(ok ? 0 : 1);
+    attn_test::child_exit(ok ? 0 : 1);
   }
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);

@@ -48,7 +48,7 @@ bool exits_cleanly(const std::function<void()>& f) {
       std::signal(sig, SIG_DFL);
     f();
     std::fflush(nullptr);
-    _exit(0);
+    attn_test::child_exit(0);
   }
   int status = 0;
   if (pid < 0 || waitpid(pid, &status, 0) != pid) return false;
@@ -168,7 +168,7 @@ TEST_CASE("attention with Dk == 0 or Dv == 0 and null data is free of undefined 
                                            attn::make_bhsd<const float>(nullptr, 1, 1, lk, 0),
                                            attn::make_bhsd<const float>(v.data(), 1, 1, lk, 3),
                                            attn::make_bhsd(out.data(), 1, 1, lq, 3), {});
-          if (!s.ok() || out[0] != 1.0f) _exit(2);
+          if (!s.ok() || out[0] != 1.0f) attn_test::child_exit(2);
         }));
         // Dv == 0: v and out are empty; the weights are still written, under a boolean mask
         // that blocks key 0 (the careful path asks whether V's rows are finite).
@@ -186,7 +186,8 @@ TEST_CASE("attention with Dk == 0 or Dv == 0 and null data is free of undefined 
                                            attn::make_bhsd<const float>(nullptr, 1, 1, lk, 0),
                                            attn::make_bhsd<float>(nullptr, 1, 1, lq, 0), o);
           const float expect = 1.0f / static_cast<float>(lk - 1);
-          if (!s.ok() || w[0] != 0.0f || std::fabs(w[1] - expect) > 1e-6f * expect) _exit(2);
+          if (!s.ok() || w[0] != 0.0f || std::fabs(w[1] - expect) > 1e-6f * expect)
+            attn_test::child_exit(2);
         }));
       }
     }
@@ -210,7 +211,7 @@ TEST_CASE("a broadcast view whose element count times 4 overflows is invalid_arg
                       std::string(s.message()).find("k spans more bytes") != std::string::npos &&
                       all_equal(out, kSentinel);
       if (!ok) std::fprintf(stderr, "got %s: %s\n", attn::status_code_name(s.code()), s.message());
-      if (!ok) _exit(3);
+      if (!ok) attn_test::child_exit(3);
     }));
   }
 }
@@ -228,7 +229,7 @@ TEST_CASE("attention's scratch size does not wrap around", "[hostile][attention]
                                      attn::make_bhsd<const float>(nullptr, 1, 1, lk, 0),
                                      attn::make_bhsd<const float>(nullptr, 1, 1, lk, 0),
                                      attn::make_bhsd<float>(nullptr, 1, 1, 1, 0), {});
-    if (!(s.ok() || s.code() == StatusCode::out_of_memory)) _exit(3);
+    if (!(s.ok() || s.code() == StatusCode::out_of_memory)) attn_test::child_exit(3);
   }));
 }
 
@@ -249,7 +250,7 @@ TEST_CASE("attention with no output columns and weights of no keys returns at on
                                      attn::make_bhsd<const float>(nullptr, n, n, 0, 0),
                                      attn::make_bhsd<const float>(nullptr, n, n, 0, 0),
                                      attn::make_bhsd<float>(nullptr, n, n, n, 0), o);
-    if (!s.ok() || slot != kSentinel) _exit(3);
+    if (!s.ok() || slot != kSentinel) attn_test::child_exit(3);
   }));
 }
 
@@ -274,7 +275,7 @@ TEST_CASE("self_attention with no model columns bounds the projections' widths",
       if (!ok) {
         std::fprintf(stderr, "case %d: %s: %s\n", fail, attn::status_code_name(s.code()),
                      s.message());
-        _exit(fail);
+        attn_test::child_exit(fail);
       }
     };
     attn::SelfAttentionParams p;
@@ -301,7 +302,7 @@ TEST_CASE("self_attention with no model columns bounds the projections' widths",
     p.q.weight = p.k.weight = {nullptr, 0, std::size_t{1} << 58, std::size_t{1} << 58};
     p.v.weight = {nullptr, 0, 1, 1};
     expect(attn::self_attention(ctx, x, 1, p, out), StatusCode::out_of_memory, "", 7);
-    if (!attn::pack_self_attention(ctx, p, &layer).ok()) _exit(8);
+    if (!attn::pack_self_attention(ctx, p, &layer).ok()) attn_test::child_exit(8);
     expect(attn::self_attention(ctx, x, 1, layer, {}, out), StatusCode::out_of_memory, "", 9);
   }));
 }
@@ -328,7 +329,7 @@ TEST_CASE("self_attention and its reference: rows times a projection's width bey
       if (s.code() != code) {
         std::fprintf(stderr, "case %d: %s: %s\n", fail, attn::status_code_name(s.code()),
                      s.message() ? s.message() : "");
-        _exit(fail);
+        attn_test::child_exit(fail);
       }
     };
     expect(attn::self_attention(ctx, x, 1, p, out), StatusCode::out_of_memory, 3);
@@ -352,7 +353,7 @@ TEST_CASE("reference::attention neither throws nor loops over nothing", "[hostil
     const TensorView<const float> k{kv.data(), {1, 1, lk, 1}, {0, 0, 0, 1}};
     const Status s = attn::reference::attention(attn::make_bhsd<const float>(q.data(), 1, 1, 1, 1),
                                                 k, k, attn::make_bhsd(out.data(), 1, 1, 1, 1), {});
-    if (s.code() != StatusCode::out_of_memory || out[0] != kSentinel) _exit(3);
+    if (s.code() != StatusCode::out_of_memory || out[0] != kSentinel) attn_test::child_exit(3);
     const std::size_t n = std::size_t{1} << 20;
     float slot = kSentinel;
     attn::AttentionOptions o;
@@ -361,7 +362,7 @@ TEST_CASE("reference::attention neither throws nor loops over nothing", "[hostil
                                                 attn::make_bhsd<const float>(nullptr, n, n, 0, 0),
                                                 attn::make_bhsd<const float>(nullptr, n, n, 0, 0),
                                                 attn::make_bhsd<float>(nullptr, n, n, n, 0), o);
-    if (!e.ok() || slot != kSentinel) _exit(4);
+    if (!e.ok() || slot != kSentinel) attn_test::child_exit(4);
   }));
 }
 

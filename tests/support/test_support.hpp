@@ -11,6 +11,13 @@
 
 #include "attn/attn.hpp"
 
+#if defined(__unix__)
+#include <unistd.h>
+#endif
+#if defined(ATTN_TEST_COVERAGE)
+extern "C" void __gcov_dump(void);
+#endif
+
 namespace attn_test {
 
 // Every ISA this machine and build support, or only the one ATTN_ISA names.
@@ -92,6 +99,18 @@ inline float* line_start(std::vector<float>& v, std::size_t past = 0) {
   const auto addr = reinterpret_cast<std::uintptr_t>(v.data());
   return v.data() + (64 - addr % 64) % 64 / sizeof(float) + past;
 }
+
+#if defined(__unix__)
+// Ends a forked child with _exit (no atexit handlers, no second flush of the parent's buffers),
+// in a coverage build (tests/coverage defines ATTN_TEST_COVERAGE) after writing gcov's counts,
+// which _exit would drop: the lines the child ran then count as run.
+[[noreturn]] inline void child_exit(int status) {
+#if defined(ATTN_TEST_COVERAGE)
+  __gcov_dump();
+#endif
+  _exit(status);
+}
+#endif
 
 inline float nan_f() {
   return std::numeric_limits<float>::quiet_NaN();
