@@ -560,3 +560,158 @@ TEST_CASE("self_attention rejects bad arguments and writes nothing", "[args][sel
   }
   CHECK(untouched(out));
 }
+
+// README "Errors", self_attention: projection shapes that do not fit the heads, and the
+// projections' columns side by side or the heads' (num_heads x Dv) beyond PTRDIFF_MAX bytes
+// ("weights with no rows bound no width": d_model 0, any column count) are invalid_argument
+// naming the argument and its values, and nothing is written. pack_self_attention checks the
+// weights as self_attention does (include/attn/self_attention.hpp), its d_model being
+// q.weight.rows, and leaves the layer it was given as it was.
+TEST_CASE("self_attention and pack_self_attention reject V, side-by-side and heads' widths",
+          "[args][self_attention]") {
+  attn::Context ctx;
+  const std::size_t batch = 2, seq = 3, dm = 8, heads = 2, dk = 4;
+  attn_test::Rng rng(4);
+  auto x = rng.uniform_vec(batch * seq * dm);
+  auto w = rng.uniform_vec(dm * heads * dk);
+  std::vector<float> out(batch * seq * heads * dk, kSentinel);
+  attn::SelfAttentionParams p;
+  p.q.weight = p.k.weight = p.v.weight = attn::make_matrix<const float>(w.data(), dm, heads * dk);
+  p.num_heads = heads;
+  const auto xv = attn::make_matrix<const float>(x.data(), batch * seq, dm);
+  const auto ov = attn::make_matrix(out.data(), batch * seq, heads * dk);
+  attn::PackedSelfAttention layer;
+  REQUIRE(attn::pack_self_attention(ctx, p, &layer).ok());
+  // x: d_model columns (the weights' rows) for the call with views.
+  const auto both = [&](const attn::SelfAttentionParams& bad, const MatrixView<const float>& xs,
+                        std::initializer_list<const char*> words) {
+    const Status s = attn::self_attention(ctx, xs, batch, bad, ov);
+    check_error(s, words);
+    CHECK(std::string(s.message()).rfind("self_attention: ", 0) == 0);
+    const Status ps = attn::pack_self_attention(ctx, bad, &layer);
+    check_error(ps, words);
+    CHECK(std::string(ps.message()).rfind("pack_self_attention: ", 0) == 0);
+    CHECK(untouched(out));
+    CHECK(layer.d_model() == dm);
+    CHECK(layer.num_heads() == heads);
+    CHECK(layer.dim_v() == dk);
+  };
+  const std::size_t big = std::size_t{1} << 61;  // floats: 2^63 bytes, beyond PTRDIFF_MAX
+  SECTION("v.weight with no columns") {
+    auto bad = p;
+    bad.v.weight.cols = 0;
+    both(bad, xv, {"params.v.weight has 0 columns", "positive multiple of num_kv_heads (2)"});
+  }
+  SECTION("v.weight's columns not a multiple of num_kv_heads") {
+    auto bad = p;
+    bad.v.weight.cols = 7;
+    both(bad, xv, {"params.v.weight has 7 columns", "num_kv_heads (2)"});
+  }
+  SECTION("the projections side by side beyond ptrdiff_t, or beyond size_t") {
+    const MatrixView<const float> no_cols{x.data(), batch * seq, 0, 0};
+    auto bad = p;
+    bad.q.weight = bad.k.weight = {w.data(), 0, big, big};
+    bad.v.weight = {w.data(), 0, 2, 2};
+    both(bad, no_cols,
+         {"the projections' 2305843009213693952 + 2305843009213693952 + 2 columns side by side",
+          "span more bytes than fit in ptrdiff_t"});
+    bad.q.weight = bad.k.weight = {nullptr, 0, std::size_t{1} << 63, 0};
+    both(bad, no_cols, {"the projections' 9223372036854775808 + 9223372036854775808 + 2 columns"});
+  }
+  SECTION("num_heads x Dv beyond ptrdiff_t, or beyond size_t") {
+    const MatrixView<const float> no_cols{x.data(), batch * seq, 0, 0};
+    auto bad = p;
+    bad.num_heads = 4;
+    bad.num_kv_heads = 1;
+    bad.q.weight = {w.data(), 0, 4, 4};
+    bad.k.weight = {w.data(), 0, 1, 1};
+    bad.v.weight = {w.data(), 0, big / 2, big / 2};  // 4 heads x 2^60 = 2^62 floats
+    both(bad, no_cols,
+         {"num_heads (4) x Dv (1152921504606846976) heads' columns span more bytes than fit in "
+          "ptrdiff_t"});
+    bad.num_heads = std::size_t{1} << 32;
+    bad.q.weight = {nullptr, 0, std::size_t{1} << 32, 0};
+    bad.v.weight = {nullptr, 0, std::size_t{1} << 32, 0};  // 2^32 x 2^32 wraps size_t
+    both(bad, no_cols, {"num_heads (4294967296) x Dv (4294967296)"});
+  }
+  SECTION("the same widths with a d_model of 1 (views of 2^62 bytes, never read)") {
+    // Valid views alone (each within PTRDIFF_MAX bytes from a real address, no wrap).
+    const MatrixView<const float> one_col{x.data(), batch * seq, 1, 1};
+    auto bad = p;
+    bad.q.weight = bad.k.weight = bad.v.weight = {w.data(), 1, big / 2, big / 2};
+    both(bad, one_col,
+         {"the projections' 1152921504606846976 + 1152921504606846976 + "
+          "1152921504606846976 columns side by side"});
+    bad.num_heads = 4;
+    bad.num_kv_heads = 1;
+    bad.q.weight = {w.data(), 1, 4, 4};
+    bad.k.weight = {w.data(), 1, 1, 1};
+    both(bad, one_col, {"num_heads (4) x Dv (1152921504606846976)"});
+  }
+}
+
+// README "Errors": a MatrixView whose last element lies (rows - 1) x stride + cols elements on,
+// beyond size_t (stride >= cols, so the view is otherwise well formed), is invalid_argument
+// ("spans more bytes than fit in ptrdiff_t", with its shape and stride) for every entry point
+// taking matrices: matmul (a, b, c), matmul with a PackedMatrix (a, c), pack_matrix (b),
+// softmax (x, y), self_attention (x, out, each weight) and pack_self_attention (each weight).
+// Nothing is written; a PackedMatrix or PackedSelfAttention given is left as it was.
+TEST_CASE("a matrix view whose last offset overflows size_t is invalid_argument everywhere",
+          "[args]") {
+  attn::Context ctx;
+  std::vector<float> a(3 * 4, 1.0f), b(4 * 5, 1.0f), c(3 * 5, kSentinel), y(3 * 4, kSentinel);
+  const MatrixView<const float> av{a.data(), 3, 4, 4}, bv{b.data(), 4, 5, 5};
+  const MatrixView<float> cv{c.data(), 3, 5, 5};
+  attn::PackedMatrix packed;
+  REQUIRE(attn::pack_matrix(ctx, bv, Transpose::no, &packed).ok());
+  std::vector<float> w(4 * 4, 0.5f), sa_out(3 * 4, kSentinel);
+  attn::SelfAttentionParams sp;
+  sp.q.weight = sp.k.weight = sp.v.weight = attn::make_matrix<const float>(w.data(), 4, 4);
+  attn::PackedSelfAttention layer;
+  REQUIRE(attn::pack_self_attention(ctx, sp, &layer).ok());
+  const auto xv = attn::make_matrix<const float>(a.data(), 3, 4);
+  const auto sov = attn::make_matrix(sa_out.data(), 3, 4);
+  // (rows - 1) x stride overflows: 2 x 2^63; or (rows - 1) x stride + cols does: SIZE_MAX + 4.
+  struct Bad {
+    std::size_t rows, stride;
+    const char* what;
+  };
+  const Bad bads[] = {{3, std::size_t{1} << 63, "(3 x 4, stride 9223372036854775808)"},
+                      {2, SIZE_MAX, "(2 x 4, stride 18446744073709551615)"}};
+  for (const Bad& bad : bads) {
+    INFO(bad.what);
+    const MatrixView<const float> in{a.data(), bad.rows, 4, bad.stride};
+    const MatrixView<float> io{c.data(), bad.rows, 4, bad.stride};
+    const auto expect = [&](const Status& s, const std::string& head) {
+      check_error(s, {(head + " spans more bytes than fit in ptrdiff_t " + bad.what).c_str()});
+    };
+    expect(attn::matmul(ctx, in, Transpose::no, bv, Transpose::no, cv), "matmul: a");
+    expect(attn::matmul(ctx, av, Transpose::no, in, Transpose::no, cv), "matmul: b");
+    expect(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, io), "matmul: c");
+    expect(attn::matmul(ctx, in, Transpose::no, packed, cv), "matmul: a");
+    expect(attn::matmul(ctx, av, Transpose::no, packed, io), "matmul: c");
+    expect(attn::pack_matrix(ctx, in, Transpose::no, &packed), "pack_matrix: b");
+    expect(attn::softmax(ctx, in, {y.data(), 3, 4, 4}), "softmax: x");
+    expect(attn::softmax(ctx, xv, {y.data(), bad.rows, 4, bad.stride}), "softmax: y");
+    expect(attn::self_attention(ctx, in, 1, sp, sov), "self_attention: x");
+    expect(attn::self_attention(ctx, xv, 1, sp, {sa_out.data(), bad.rows, 4, bad.stride}),
+           "self_attention: out");
+    const char* names[4] = {"params.q.weight", "params.k.weight", "params.v.weight",
+                            "params.o.weight"};
+    for (int i = 0; i < 4; ++i) {
+      attn::SelfAttentionParams p = sp;
+      attn::Projection* proj[4] = {&p.q, &p.k, &p.v, &p.o};
+      proj[i]->weight = in;
+      expect(attn::self_attention(ctx, xv, 1, p, sov), std::string("self_attention: ") + names[i]);
+      expect(attn::pack_self_attention(ctx, p, &layer),
+             std::string("pack_self_attention: ") + names[i]);
+    }
+  }
+  CHECK(untouched(c));
+  CHECK(untouched(y));
+  CHECK(untouched(sa_out));
+  CHECK(packed.rows() == 4);
+  CHECK(packed.cols() == 5);
+  CHECK(layer.d_model() == 4);
+  CHECK(layer.d_out() == 4);
+}

@@ -782,3 +782,186 @@ TEST_CASE("reference::attention and attention: a NaN or +inf score makes only it
     }
   }
 }
+
+namespace {
+
+// Runs a planted problem on every ISA and thread count, with and without weights, against the
+// reference computed once; both runs must match it (NaN exactly where it is NaN).
+void check_planted_everywhere(const attn_test::AttentionProblem& p, const AttentionResult& want) {
+  for (attn::Isa isa : attn_test::test_isas()) {
+    for (int threads : thread_counts()) {
+      INFO("isa " << attn::isa_name(isa) << " threads " << threads);
+      attn::Context ctx = attn_test::make_context(isa, threads);
+      AttentionResult with_weights, plain;
+      REQUIRE(p.run(&ctx, true, &with_weights).ok());
+      p.compare(with_weights, want);
+      REQUIRE(p.run(&ctx, false, &plain).ok());
+      p.compare(plain, want);
+    }
+  }
+}
+
+}  // namespace
+
+// README "Masks" and "Guarantees" (NaN, inf and fully masked rows), on the fused kernel (dozens
+// of query rows and keys; and a decoding step of 2100 keys, split into key chunks without
+// weights): NaN or inf in the k and v rows of keys the boolean mask blocks cannot reach the
+// output (a key tile whose V is not finite takes the accumulation that skips blocked keys), and
+// a NaN or +inf score (from q or the bias) makes that row NaN in out and in the weights. Against
+// reference::attention, every ISA, threads 1, 2 and 3, weights on and off.
+TEST_CASE("attention, fused path: blocked non-finite V stays out, NaN scores make NaN rows",
+          "[attention][ieee][mask]") {
+  struct Shape {
+    std::size_t B, Hq, Hkv, Lq, Lk, Dk, Dv;
+  };
+  // Dv 5: V packed; Dv 64: V read in place. 2 x 4 x 64 x 100 is above the 2 MFLOP at which
+  // threads start. 1 x 2 x 1 x 2100: two query rows per KV head (direct K), keys split in 3.
+  const Shape shapes[] = {
+      {2, 4, 2, 64, 100, 32, 5}, {2, 4, 2, 64, 100, 32, 64}, {1, 2, 1, 1, 2100, 8, 16}};
+  unsigned n = 0;
+  for (const Shape& s : shapes) {
+    for (bool structural : {false, true}) {
+      AttentionCase c;
+      c.B = s.B, c.Hq = s.Hq, c.Hkv = s.Hkv, c.Lq = s.Lq, c.Lk = s.Lk, c.Dk = s.Dk, c.Dv = s.Dv;
+      c.allowed = true;  // random keys blocked, and (Lq > 1) one fully blocked row
+      c.weights = true;
+      // Bottom-right causal (tiles it cuts) and an additive part, or the boolean part alone.
+      c.causal = c.additive = structural;
+      c.causal_align = attn::CausalAlign::bottom_right;
+      c.seed = 800 + n++;
+      INFO(c);
+      attn_test::AttentionProblem p(c);
+      auto q = p.q_view(), k = p.k_view(), v = p.v_view();
+      auto allowed = p.allowed_view();
+      // Three keys blocked for every query row by the boolean mask, in different key tiles (and
+      // chunks), their V rows NaN, +inf and -inf and the first's K row NaN.
+      const std::size_t poisoned[3] = {3, s.Lk / 2 + 1, s.Lk - 2};
+      const float poison[3] = {attn_test::nan_f(), attn_test::inf_f(), -attn_test::inf_f()};
+      for (std::size_t b = 0; b < s.B; ++b) {
+        for (std::size_t m = 0; m < 3; ++m) {
+          const std::size_t j = poisoned[m];
+          for (std::size_t h = 0; h < s.Hq; ++h)
+            for (std::size_t i = 0; i < s.Lq; ++i)
+              allowed(b, h, i, j) = 0;
+          for (std::size_t hk = 0; hk < s.Hkv; ++hk) {
+            for (std::size_t x = 0; x < s.Dv; ++x)
+              v(b, hk, j, x) = poison[m];
+            if (m == 0) k(b, hk, j, 0) = attn_test::nan_f();
+          }
+        }
+      }
+      // A NaN in q: row (0, 1, Lq / 2) is NaN. With the additive part, a +inf bias on a key
+      // the row attends: row (B - 1, 0, Lq - 2 or 0) is NaN (inf - inf).
+      const std::size_t nan_row = s.Lq / 2, inf_row = s.Lq > 1 ? s.Lq - 2 : 0;
+      q(0, 1, nan_row, 1) = attn_test::nan_f();
+      const std::size_t inf_key = s.Lk / 4;
+      allowed(s.B - 1, 0, inf_row, inf_key) = 1;
+      if (structural) p.bias_view()(s.B - 1, 0, inf_row, inf_key) = attn_test::inf_f();
+      AttentionResult want;
+      REQUIRE(p.run(nullptr, true, &want).ok());
+      // The reference itself: NaN rows exactly where planted; the poisoned keys' weights 0.
+      std::size_t unexpected = 0;
+      for (std::size_t b = 0; b < s.B; ++b) {
+        for (std::size_t h = 0; h < s.Hq; ++h) {
+          for (std::size_t i = 0; i < s.Lq; ++i) {
+            const bool nan = (b == 0 && h == 1 && i == nan_row) ||
+                             (structural && b == s.B - 1 && h == 0 && i == inf_row);
+            const std::size_t row = (b * s.Hq + h) * s.Lq + i;
+            for (std::size_t x = 0; x < s.Dv; ++x)
+              unexpected += std::isnan(want.out[row * s.Dv + x]) != nan;
+            for (std::size_t j = 0; j < s.Lk; ++j)
+              unexpected += std::isnan(want.weights[row * s.Lk + j]) != nan;
+            for (std::size_t j : poisoned)
+              unexpected += !nan && want.weights[row * s.Lk + j] != 0.0f;
+          }
+        }
+      }
+      CHECK(unexpected == 0);
+      check_planted_everywhere(p, want);
+    }
+  }
+}
+
+// README "Guarantees" (NaN, inf and fully masked rows): "Dk == 0 gives uniform weights over the
+// keys left", so out is the mean of the attended V rows; on the decoding path (at most 4 query
+// rows per KV head, K's row stride positive: scores from K in place, whose kernel takes Dk == 0
+// with q and k possibly null), with and without the key split, against reference::attention, on
+// every ISA, threads 1, 2 and 3, weights on and off.
+TEST_CASE("attention with Dk == 0 on the decoding path is the mean of the attended V rows",
+          "[attention][direct]") {
+  unsigned n = 0;
+  for (std::size_t lk : {300u, 2100u}) {
+    for (std::size_t lq : {1u, 2u}) {
+      // BSHD views with padded rows: K has no columns but a row stride of 3.
+      AttentionCase c;
+      c.B = 2, c.Hq = 4, c.Hkv = 2, c.Lq = lq, c.Lk = lk, c.Dk = 0, c.Dv = 24;
+      c.bshd = true;
+      c.causal = n % 2 == 1;
+      c.causal_align = attn::CausalAlign::bottom_right;
+      c.key_lengths = true;
+      c.weights = true;
+      c.seed = 900 + n++;
+      attn_test::check_attention_case_everywhere(c, thread_counts());
+
+      // q and k null, K's row stride 1: the mean of V's first `len` rows, written out.
+      const std::size_t B = 2, Hq = 4, Hkv = 2, dv = 24;
+      attn_test::Rng rng(c.seed);
+      const auto v = rng.uniform_vec(B * Hkv * lk * dv);
+      const std::int32_t lens[2] = {static_cast<std::int32_t>(lk / 3), 1};
+      const attn::TensorView<const float> tq{nullptr, {B, Hq, lq, 0}, {0, 0, 1, 1}};
+      const attn::TensorView<const float> tk{nullptr, {B, Hkv, lk, 0}, {0, 0, 1, 1}};
+      const auto tv = attn::make_bhsd<const float>(v.data(), B, Hkv, lk, dv);
+      attn::AttentionOptions o;
+      o.mask = attn::Mask::bidirectional().with_key_lengths(lens);
+      std::vector<float> want(B * Hq * lq * dv, -7.0f);
+      REQUIRE(attn::reference::attention(tq, tk, tv, attn::make_bhsd(want.data(), B, Hq, lq, dv), o)
+                  .ok());
+      std::size_t not_mean = 0;
+      for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t h = 0; h < Hq; ++h) {
+          for (std::size_t x = 0; x < dv; ++x) {
+            double mean = 0.0;
+            for (std::int32_t j = 0; j < lens[b]; ++j)
+              mean += tv(b, h / 2, static_cast<std::size_t>(j), x);
+            mean /= lens[b];
+            for (std::size_t i = 0; i < lq; ++i)
+              not_mean += !(std::fabs(want[((b * Hq + h) * lq + i) * dv + x] - mean) <= 1e-6);
+          }
+        }
+      }
+      CHECK(not_mean == 0);
+      // |v| <= 1 and no score error: the bound of support/attention_case.hpp with S = 0.
+      const double tol = 2.0 * std::ldexp(1.0, -24) * (2.0 * double(lk) + 8.0);
+      for (attn::Isa isa : attn_test::test_isas()) {
+        for (int threads : thread_counts()) {
+          INFO("isa " << attn::isa_name(isa) << " threads " << threads << " Lk " << lk << " Lq "
+                      << lq);
+          attn::Context ctx = attn_test::make_context(isa, threads);
+          std::vector<float> got(want.size(), -7.0f), with_w(want.size(), -7.0f),
+              w(B * Hq * lq * lk, -7.0f);
+          REQUIRE(
+              attn::attention(ctx, tq, tk, tv, attn::make_bhsd(got.data(), B, Hq, lq, dv), o).ok());
+          attn::AttentionOptions ow = o;
+          ow.weights = attn::make_bhsd(w.data(), B, Hq, lq, lk);
+          REQUIRE(
+              attn::attention(ctx, tq, tk, tv, attn::make_bhsd(with_w.data(), B, Hq, lq, dv), ow)
+                  .ok());
+          std::size_t bad_out = 0, bad_weights = 0;
+          for (std::size_t e = 0; e < want.size(); ++e) {
+            bad_out += !(std::fabs(double(got[e]) - want[e]) <= tol);
+            bad_out += !(std::fabs(double(with_w[e]) - want[e]) <= tol);
+          }
+          for (std::size_t r = 0; r < B * Hq * lq; ++r) {
+            const std::size_t len = static_cast<std::size_t>(lens[r / (Hq * lq)]);
+            for (std::size_t j = 0; j < lk; ++j) {
+              const double expect = j < len ? 1.0 / double(len) : 0.0;
+              bad_weights += !(std::fabs(w[r * lk + j] - expect) <= tol * expect);
+            }
+          }
+          CHECK(bad_out == 0);
+          CHECK(bad_weights == 0);
+        }
+      }
+    }
+  }
+}

@@ -341,6 +341,66 @@ TEST_CASE("self_attention and its reference: rows times a projection's width bey
   }));
 }
 
+// include/attn/self_attention.hpp: pack_self_attention packs [Wq | Wk | Wv] as one matrix (in
+// place where the weights lie side by side, else from a copy side by side), and Wo; its errors
+// are invalid_argument (sizes) and out_of_memory, and on error *out is untouched. Weights each
+// valid alone can still be too much together: d_model x (Dq + Dk + Dv) floats beyond PTRDIFF_MAX
+// bytes is invalid_argument; a pack_matrix step that fails (its packed copy, rounded up to the
+// kernels' panels, beyond PTRDIFF_MAX bytes; an allocation the heap refuses) keeps its code and
+// message, prefixed "pack_self_attention: packing <what>: ". The views' addresses are made up
+// (aligned, no wrap) and never read: every case fails before reading a weight. In-process, so
+// that coverage tools see these lines.
+TEST_CASE("pack_self_attention: weights too large together are refused, pack_matrix's errors named",
+          "[hostile][self_attention][packed]") {
+  attn::Context ctx;
+  const auto at = [](std::uintptr_t bytes) {
+    return reinterpret_cast<const float*>((std::uintptr_t{1} << 40) + bytes);
+  };
+  std::vector<float> w(8, 0.5f);
+  attn::SelfAttentionParams small;
+  small.q.weight = small.k.weight = small.v.weight = {w.data(), 2, 1, 1};
+  attn::PackedSelfAttention layer;
+  REQUIRE(attn::pack_self_attention(ctx, small, &layer).ok());
+  const auto expect = [&](const attn::SelfAttentionParams& p, StatusCode code,
+                          const std::string& words) {
+    const Status s = attn::pack_self_attention(ctx, p, &layer);
+    INFO(s.message());
+    CHECK(s.code() == code);
+    CHECK(std::string(s.message()).find(words) != std::string::npos);
+    CHECK(layer.d_model() == 2);  // the layer packed before, untouched
+    CHECK(layer.dim_k() == 1);
+    CHECK(!layer.has_output_projection());
+  };
+  const std::size_t c59 = std::size_t{1} << 59;
+  // Three 2 x 2^59 weights (2^62 bytes each): side by side 2 x 3 * 2^59 floats, 3 * 2^62 bytes.
+  attn::SelfAttentionParams p;
+  p.q.weight = p.k.weight = p.v.weight = {at(0), 2, c59, c59};
+  expect(p, StatusCode::invalid_argument,
+         "pack_self_attention: [Wq | Wk | Wv] (2 x (576460752303423488 + 576460752303423488 + "
+         "576460752303423488)) would span more bytes than fit in ptrdiff_t");
+  // One row, side by side in memory (packed in place): 2^59 + 2^59 + 2^60 - 1 = 2^61 - 1 floats,
+  // just within PTRDIFF_MAX bytes; rounded up to the kernels' panel width (4 or more) they are not.
+  p.q.weight = {at(0), 1, c59, c59};
+  p.k.weight = {at(4 * c59), 1, c59, c59};
+  p.v.weight = {at(8 * c59), 1, 2 * c59 - 1, c59};
+  expect(p, StatusCode::invalid_argument,
+         "pack_self_attention: packing [Wq | Wk | Wv]: pack_matrix: b (1 x 2305843009213693951) "
+         "packed would span more bytes than fit in ptrdiff_t");
+  // The same in place with 2^56 columns each: 3 x 2^58 bytes packed, which no heap holds.
+  const std::size_t c56 = std::size_t{1} << 56;
+  p.q.weight = {at(0), 1, c56, c56};
+  p.k.weight = {at(4 * c56), 1, c56, c56};
+  p.v.weight = {at(8 * c56), 1, c56, c56};
+  expect(p, StatusCode::out_of_memory,
+         "pack_self_attention: packing [Wq | Wk | Wv]: pack_matrix: could not allocate");
+  // Wq, Wk, Wv pack (2 x 3 floats); Wo, 1 x (2^61 - 1) floats, rounded up to the panels, does not.
+  p = small;
+  p.o.weight = {at(0), 1, 4 * c59 - 1, 4 * c59 - 1};
+  expect(p, StatusCode::invalid_argument,
+         "pack_self_attention: packing params.o.weight: pack_matrix: b (1 x 2305843009213693951) "
+         "packed would span more bytes than fit in ptrdiff_t");
+}
+
 // The reference (an oracle that allocates) returns out_of_memory where its work space is beyond
 // the heap, never an exception: 2^60 keys broadcast from one row (a valid view of 2^62 bytes;
 // std::vector<double> of them is a length_error). A call with nothing to write returns at once,

@@ -161,8 +161,11 @@ class AttentionProblem {
         bias = std::isinf(bj) ? 0.0 : std::fabs(bj);
       }
       s_abs = std::fmax(s_abs, std::fabs(scale) * dot + bias);
-      for (std::size_t x = 0; x < c_.Dv; ++x)
-        *vmax = std::fmax(*vmax, std::fabs(tv(b, hk, j, x)));
+      // Finite values only: a case may plant NaN or inf in the v rows of keys a mask blocks,
+      // which must not widen the tolerance of the rows that never read them.
+      for (std::size_t x = 0; x < c_.Dv; ++x) {
+        if (std::isfinite(tv(b, hk, j, x))) *vmax = std::fmax(*vmax, std::fabs(tv(b, hk, j, x)));
+      }
     }
     const double u = std::ldexp(1.0, -24);
     return 2.0 * u * (2.0 * double(c_.Dk + 2) * s_abs + 2.0 * double(c_.Lk) + 8.0);
@@ -210,6 +213,21 @@ class AttentionProblem {
   }
 
   const AttentionCase& config() const { return c_; }
+
+  // The inputs as writable views, for a case that plants NaN or inf or blocks keys before it runs
+  // (the tolerance factors are computed at the first compare). The masks' views have the case's
+  // shapes (size 1 where they broadcast); empty views when the case has no such mask.
+  attn::TensorView<float> q_view() { return view<float>(q_.data(), c_.Hq, c_.Lq, c_.Dk, q_row_); }
+  attn::TensorView<float> k_view() { return view<float>(k_.data(), c_.Hkv, c_.Lk, c_.Dk, k_row_); }
+  attn::TensorView<float> v_view() { return view<float>(v_.data(), c_.Hkv, c_.Lk, c_.Dv, v_row_); }
+  attn::TensorView<float> bias_view() {
+    const auto& s = bias_view_.shape;
+    return attn::make_bhsd<float>(bias_.data(), s[0], s[1], s[2], s[3]);
+  }
+  attn::TensorView<std::uint8_t> allowed_view() {
+    const auto& s = allowed_view_.shape;
+    return attn::make_bhsd<std::uint8_t>(allowed_.data(), s[0], s[1], s[2], s[3]);
+  }
 
  private:
   AttentionCase c_;
