@@ -136,15 +136,16 @@ int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
     peers.push_back(std::move(peer));
     all.emplace_back(name, [raw] { raw->run(); });
   }
-  // Nothing to alternate with: no peer was found when attn-bench was built (bench/CMakeLists.txt),
-  // or none could run this product (the "not run" lines above).
+  // Nothing to alternate with: no matrix-multiply peer was found when attn-bench was built
+  // (bench/CMakeLists.txt), or none can run here (the "not run" lines above). Exit status 77,
+  // which the smoke test bench.alternate-peers tells CTest means "skipped".
   if (all.size() < 2) {
     std::fprintf(stderr,
                  "attn-bench: --alternate has no peer to time against: build attn-bench where "
                  "OpenBLAS, BLIS, oneDNN or Eigen is installed (on Debian: apt-get install "
                  "libopenblas-dev libblis-dev libdnnl-dev libeigen3-dev, then cmake --preset "
                  "bench again), or use matmul_packed: to time ours on packed B against ours\n");
-    return 1;
+    return kNoPeerExit;
   }
   // Every contender's result is checked once, as the benchmarks check theirs.
   for (auto& x : all) {

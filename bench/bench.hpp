@@ -111,8 +111,10 @@ std::string matmul_shape_name(const MatmulShape& s);
 std::string check_matmul(const MatmulShape& s, const float* a, const float* b, const float* c);
 
 // attn-bench --alternate=SPEC [--pairs=N] (alternate.cpp): ours on `isa` and every matmul peer
-// on one shape in alternating batches; prints the medians and returns the exit status.
+// on one shape in alternating batches; prints the medians and returns the exit status
+// (kNoPeerExit where there is no peer to alternate with).
 int run_alternate(const std::string& spec, int pairs, attn::Isa isa);
+inline constexpr int kNoPeerExit = 77;  // CTest's conventional "skipped"
 
 // Wall, thread CPU and process CPU time, in seconds.
 struct Clocks {

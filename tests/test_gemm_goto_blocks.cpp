@@ -69,10 +69,9 @@ TEST_CASE("the Goto loop nest with several NC blocks per call, any thread count"
         for (int threads : {1, 2, 3}) {
           if (threads == 3 && attn_test::emulated()) break;
           INFO("threads " << threads);
-          std::vector<unsigned char> scratch(
-              attn::detail::gemm_scratch_bytes(kern, threads, {m, n, k}, ga, gbv) + 64);
-          void* at =
-              scratch.data() + (64 - reinterpret_cast<std::uintptr_t>(scratch.data()) % 64) % 64;
+          attn_test::AlignedScratch scratch(
+              attn::detail::gemm_scratch_bytes(kern, threads, {m, n, k}, ga, gbv));
+          void* at = scratch.get();
           auto c = c0;
           attn::detail::gemm(kern, threads, {m, n, k}, cs.alpha, ga, gbv, cs.beta, c.data(), ldc,
                              at, with_bias);

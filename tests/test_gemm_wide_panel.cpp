@@ -90,7 +90,7 @@ TEST_CASE("the wide tile on a packed panel writes the intrinsics tile's bits", "
   if (!ran) WARN("no ISA on this CPU has the wide panel tile");
 }
 
-TEST_CASE("GemmPath::wide_panels forced on every CPU", "[matmul][gemm]") {
+TEST_CASE("GemmPath::wide_panels forced on every CPU whose ISA has its tile", "[matmul][gemm]") {
   // The driver around that tile (gemm_wide_panels in matmul/gemm.cpp: op(B) packed into NR-wide
   // panels by the threads, a barrier, then each thread's block of MR_wide-row groups against every
   // panel) runs through matmul only where CpuInfo::l2_feeds_in_place_b is false (Intel), so
@@ -134,12 +134,9 @@ TEST_CASE("GemmPath::wide_panels forced on every CPU", "[matmul][gemm]") {
                 for (int threads : {1, 2, 3}) {
                   if (threads == 3 && attn_test::emulated()) break;
                   INFO("threads " << threads);
-                  std::vector<unsigned char> scratch(
-                      attn::detail::gemm_path_scratch_bytes(
-                          *kern, attn::detail::GemmPath::wide_panels, threads, {m, n, k}, ga, gb) +
-                      64);
-                  void* at = scratch.data() +
-                             (64 - reinterpret_cast<std::uintptr_t>(scratch.data()) % 64) % 64;
+                  attn_test::AlignedScratch scratch(attn::detail::gemm_path_scratch_bytes(
+                      *kern, attn::detail::GemmPath::wide_panels, threads, {m, n, k}, ga, gb));
+                  void* at = scratch.get();
                   auto c = c0;
                   attn::detail::gemm_on_path(*kern, attn::detail::GemmPath::wide_panels, threads,
                                              {m, n, k}, alpha, ga, gb, beta, c.data(), ldc, at,

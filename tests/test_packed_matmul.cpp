@@ -180,11 +180,9 @@ TEST_CASE("packed matmul: the Goto loop nest with several NC blocks, any thread 
     for (int threads : {1, 2, 3}) {
       if (threads == 3 && attn_test::emulated()) break;
       INFO("threads " << threads);
-      std::vector<unsigned char> scratch(
-          attn::detail::gemm_prepacked_scratch_bytes(kern, threads, {m, n, k}, {a.data(), lda, 1}) +
-          64);
-      void* scratch_at =
-          scratch.data() + (64 - reinterpret_cast<std::uintptr_t>(scratch.data()) % 64) % 64;
+      attn_test::AlignedScratch scratch(
+          attn::detail::gemm_prepacked_scratch_bytes(kern, threads, {m, n, k}, {a.data(), lda, 1}));
+      void* scratch_at = scratch.get();
       auto c = c0;
       attn::detail::gemm_prepacked(kern, threads, {m, n, k}, cs.alpha, {a.data(), lda, 1}, aligned,
                                    cs.beta, c.data(), ldc, scratch_at);

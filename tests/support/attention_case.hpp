@@ -276,28 +276,34 @@ inline void check_attention_case(attn::Context& ctx, const AttentionCase& c,
   if (fast_out) *fast_out = got;
 }
 
-// The same on every ISA the machine runs and each thread count, with the reference (the slow
-// part) computed once.
-inline void check_attention_case_everywhere(const AttentionCase& c,
-                                            const std::vector<int>& thread_counts) {
-  INFO(c);
-  const AttentionProblem p(c);
-  AttentionResult want;
-  REQUIRE(p.run(nullptr, c.weights, &want).ok());
+// p on every ISA the machine runs and each thread count against the reference's result `want`
+// (computed once: the slow part), with weights if asked and, then, also without.
+inline void check_problem_everywhere(const AttentionProblem& p, const AttentionResult& want,
+                                     bool weights, const std::vector<int>& thread_counts) {
   for (attn::Isa isa : test_isas()) {
     for (int threads : thread_counts) {
       INFO("isa " << attn::isa_name(isa) << " threads " << threads);
       attn::Context ctx = make_context(isa, threads);
       AttentionResult got;
-      REQUIRE(p.run(&ctx, c.weights, &got).ok());
+      REQUIRE(p.run(&ctx, weights, &got).ok());
       p.compare(got, want);
-      if (c.weights) {
+      if (weights) {
         AttentionResult plain;
         REQUIRE(p.run(&ctx, false, &plain).ok());
         p.compare(plain, want);
       }
     }
   }
+}
+
+// A case on every ISA the machine runs and each thread count.
+inline void check_attention_case_everywhere(const AttentionCase& c,
+                                            const std::vector<int>& thread_counts) {
+  INFO(c);
+  const AttentionProblem p(c);
+  AttentionResult want;
+  REQUIRE(p.run(nullptr, c.weights, &want).ok());
+  check_problem_everywhere(p, want, c.weights, thread_counts);
 }
 
 }  // namespace attn_test

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -11,7 +12,7 @@
 
 #include "attn/attn.hpp"
 
-#if defined(__unix__)
+#if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
 #endif
 #if defined(ATTN_TEST_COVERAGE)
@@ -100,7 +101,7 @@ inline float* line_start(std::vector<float>& v, std::size_t past = 0) {
   return v.data() + (64 - addr % 64) % 64 / sizeof(float) + past;
 }
 
-#if defined(__unix__)
+#if defined(__unix__) || defined(__APPLE__)
 // Ends a forked child with _exit (no atexit handlers, no second flush of the parent's buffers),
 // in a coverage build (tests/coverage defines ATTN_TEST_COVERAGE) after writing gcov's counts,
 // which _exit would drop: the lines the child ran then count as run.
@@ -111,6 +112,19 @@ inline float* line_start(std::vector<float>& v, std::size_t past = 0) {
   _exit(status);
 }
 #endif
+
+// Scratch of `bytes` for a driver called directly (the drivers take 64-byte aligned scratch, as a
+// Context's arena gives them): a buffer that owns it and the aligned start.
+class AlignedScratch {
+ public:
+  explicit AlignedScratch(std::size_t bytes) : buf_(bytes + 64) {}
+  void* get() {
+    return buf_.data() + (64 - reinterpret_cast<std::uintptr_t>(buf_.data()) % 64) % 64;
+  }
+
+ private:
+  std::vector<unsigned char> buf_;
+};
 
 inline float nan_f() {
   return std::numeric_limits<float>::quiet_NaN();
