@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "support/test_support.hpp"
 
@@ -99,9 +100,35 @@ TEST_CASE("matmul rejects bad arguments and writes nothing", "[args][matmul]") {
     check_error(attn::matmul(ctx, av, Transpose::yes, bv, Transpose::no, cv),
                 {"inner dimensions", "4 x 6", "4 x 5"});
   }
+  SECTION("inner dimensions that do not match, each transposition named") {
+    // op(a) and op(b) as the product sees them: a^T of a 6 x 4 view is 4 x 6.
+    check_error(attn::matmul(ctx, av, Transpose::no, {b.data(), 3, 5, 5}, Transpose::no, cv),
+                {"matmul: inner dimensions differ: a is 6 x 4 but b is 3 x 5"});
+    check_error(attn::matmul(ctx, av, Transpose::yes, bv, Transpose::no, cv),
+                {"matmul: inner dimensions differ: a^T is 4 x 6 but b is 4 x 5"});
+    check_error(attn::matmul(ctx, av, Transpose::no, bv, Transpose::yes, cv),
+                {"matmul: inner dimensions differ: a is 6 x 4 but b^T is 5 x 4"});
+    check_error(attn::matmul(ctx, av, Transpose::yes, bv, Transpose::yes, cv),
+                {"matmul: inner dimensions differ: a^T is 4 x 6 but b^T is 5 x 4"});
+  }
   SECTION("c of the wrong shape") {
     check_error(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, {c.data(), 5, 5, 5}),
                 {"c is 5 x 5", "6 x 5"});
+  }
+  SECTION("c of the wrong shape, each transposition named") {
+    // a_t^T and b_t^T are av and bv as products see them: 6 x 4 and 4 x 5.
+    const MatrixView<const float> a_t{a.data(), 4, 6, 6}, b_t{b.data(), 5, 4, 4};
+    check_error(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, {c.data(), 6, 4, 4}),
+                {"matmul: c is 6 x 4; a b is 6 x 5"});
+    check_error(attn::matmul(ctx, a_t, Transpose::yes, bv, Transpose::no, {c.data(), 6, 4, 4}),
+                {"matmul: c is 6 x 4; a^T b is 6 x 5"});
+    check_error(attn::matmul(ctx, av, Transpose::no, b_t, Transpose::yes, {c.data(), 5, 5, 5}),
+                {"matmul: c is 5 x 5; a b^T is 6 x 5"});
+    check_error(attn::matmul(ctx, a_t, Transpose::yes, b_t, Transpose::yes, {c.data(), 5, 6, 6}),
+                {"matmul: c is 5 x 6; a^T b^T is 6 x 5"});
+    // The same views with the right c are valid (the shapes above are the only fault).
+    CHECK(attn::matmul(ctx, a_t, Transpose::yes, b_t, Transpose::yes, cv, 1, 0).ok());
+    c.assign(c.size(), kSentinel);
   }
   SECTION("c overlapping an input") {
     std::vector<float> big(100, kSentinel);
@@ -120,6 +147,28 @@ TEST_CASE("matmul rejects bad arguments and writes nothing", "[args][matmul]") {
   CHECK(untouched(c));
 }
 
+// validate_packed_matmul: op(a) against the packed b (k x n) and c against op(a) times it, with
+// and without a transposed a; the message names a or a^T as the product sees it.
+TEST_CASE("matmul with a PackedMatrix rejects shapes that do not match and writes nothing",
+          "[args][matmul]") {
+  attn::Context ctx;
+  std::vector<float> a(6 * 4, 1.0f), b(4 * 5, 1.0f), c(6 * 5, kSentinel);
+  attn::PackedMatrix packed;
+  REQUIRE(attn::pack_matrix(ctx, {b.data(), 4, 5, 5}, Transpose::no, &packed).ok());  // 4 x 5
+  const MatrixView<const float> av{a.data(), 6, 4, 4}, a_t{a.data(), 4, 6, 6};
+  const MatrixView<float> cv{c.data(), 6, 5, 5};
+  check_error(attn::matmul(ctx, {a.data(), 6, 3, 3}, Transpose::no, packed, cv),
+              {"matmul: inner dimensions differ: a is 6 x 3 but the packed b is 4 x 5"});
+  check_error(attn::matmul(ctx, av, Transpose::yes, packed, cv),
+              {"matmul: inner dimensions differ: a^T is 4 x 6 but the packed b is 4 x 5"});
+  check_error(attn::matmul(ctx, av, Transpose::no, packed, {c.data(), 5, 5, 5}),
+              {"matmul: c is 5 x 5; a times the packed b is 6 x 5"});
+  check_error(attn::matmul(ctx, a_t, Transpose::yes, packed, {c.data(), 6, 4, 4}),
+              {"matmul: c is 6 x 4; a^T times the packed b is 6 x 5"});
+  CHECK(untouched(c));
+  CHECK(attn::matmul(ctx, a_t, Transpose::yes, packed, cv).ok());
+}
+
 TEST_CASE("exp and softmax reject bad arguments and write nothing", "[args][vmath]") {
   attn::Context ctx;
   std::vector<float> x(16, 1.0f), y(16, kSentinel);
@@ -130,11 +179,38 @@ TEST_CASE("exp and softmax reject bad arguments and write nothing", "[args][vmat
   CHECK(attn::exp(ctx, nullptr, nullptr, 0).ok());
   check_error(attn::softmax(ctx, {x.data(), 2, 4, 4}, {y.data(), 2, 3, 4}),
               {"x is 2 x 4", "y is 2 x 3"});
+  check_error(attn::softmax(ctx, {x.data(), 2, 4, 4}, {y.data(), 3, 4, 4}),
+              {"softmax: x is 2 x 4 but y is 3 x 4"});
   check_error(attn::softmax(ctx, {x.data(), 2, 4, 4}, {x.data() + 2, 2, 4, 4}), {"y overlaps x"});
   check_error(attn::softmax(ctx, {x.data(), 2, 4, 2}, {y.data(), 2, 4, 4}), {"x.stride (2)"});
   check_error(attn::softmax(ctx, {x.data(), 2, 4, 4}, {x.data(), 2, 4, 5}), {"y overlaps x"});
   CHECK(untouched(y));
   CHECK(attn::softmax(ctx, {x.data(), 2, 4, 4}, {x.data(), 2, 4, 4}).ok());  // exact alias
+}
+
+// README "Errors", softmax: y may overlap x only with the same data and stride, or with the same
+// data and one row (a single row's stride is never used). The same data with other strides and
+// several rows is refused as an overlap, whatever y's stride.
+TEST_CASE("softmax in place: one row ignores the strides, several rows need the same stride",
+          "[args][vmath]") {
+  attn::Context ctx;
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, 9.0f, 9.0f, 9.0f, 9.0f, 9.0f, 9.0f};
+  std::vector<float> want(4, kSentinel);
+  REQUIRE(attn::softmax(ctx, {x.data(), 1, 4, 4}, {want.data(), 1, 4, 4}).ok());
+  std::vector<float> io = x;
+  CHECK(attn::softmax(ctx, {io.data(), 1, 4, 4}, {io.data(), 1, 4, 8}).ok());
+  CHECK(std::vector<float>(io.begin(), io.begin() + 4) == want);
+  io = x;
+  CHECK(attn::reference::softmax({io.data(), 1, 4, 8}, {io.data(), 1, 4, 4}).ok());
+  for (int j = 0; j < 4; ++j)
+    CHECK(io[j] == Approx(want[j]));
+  io = x;
+  check_error(attn::softmax(ctx, {io.data(), 2, 4, 4}, {io.data(), 2, 4, 5}), {"y overlaps x"});
+  check_error(attn::softmax(ctx, {io.data(), 2, 4, 5}, {io.data(), 2, 4, 4}),
+              {"softmax: y overlaps x"});
+  check_error(attn::reference::softmax({io.data(), 2, 4, 4}, {io.data(), 2, 4, 5}),
+              {"reference::softmax: y overlaps x"});
+  CHECK(io == x);
 }
 
 namespace {
@@ -322,6 +398,16 @@ TEST_CASE("attention rejects bad arguments and writes nothing", "[args][attentio
     v.shape[2] = 4;
     check_error(attn::attention(ctx, p.tq(), p.tk(), v, p.tout(), p.with_weights()),
                 {"v has shape [2, 2, 4, 6]"});
+    // Each of v's batch, heads and keys against k's, alone.
+    const std::pair<int, const char*> dims[] = {
+        {0, "attention: v has shape [1, 2, 5, 6]; expected [2, 2, 5, 6]"},
+        {1, "attention: v has shape [2, 1, 5, 6]; expected [2, 2, 5, 6]"},
+        {2, "attention: v has shape [2, 2, 4, 6]; expected [2, 2, 5, 6]"}};
+    for (const auto& [dim, message] : dims) {
+      v = p.tv();
+      v.shape[dim] -= 1;
+      check_error(attn::attention(ctx, p.tq(), p.tk(), v, p.tout(), p.with_weights()), {message});
+    }
     auto out = p.tout();
     out.shape[3] = 5;
     check_error(attn::attention(ctx, p.tq(), p.tk(), p.tv(), out, p.with_weights()),
@@ -424,6 +510,93 @@ TEST_CASE("attention rejects bad arguments and writes nothing", "[args][attentio
     q.strides = {0, std::ptrdiff_t{1} << 61, 4, 1};
     check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {}), {"q spans more bytes"});
   }
+  SECTION("a boolean mask view that is not well formed") {
+    std::vector<std::uint8_t> allowed(p.Lq * p.Lk * 2, 1);
+    auto view = attn::make_bhsd<const std::uint8_t>(allowed.data(), 1, 1, p.Lq, p.Lk);
+    auto o = p.with_weights();
+    view.strides[3] = 2;
+    o.mask = attn::Mask().with_allowed(view);
+    check_error(p.run(ctx, o), {"attention: options.mask.allowed.strides[3] is 2",
+                                "last dimension (5 elements) must be contiguous"});
+    check_error(attn::reference::attention(p.tq(), p.tk(), p.tv(), p.tout(), o),
+                {"reference::attention: options.mask.allowed.strides[3] is 2"});
+    // Rows PTRDIFF_MAX bytes apart: beyond ptrdiff_t.
+    view = attn::make_bhsd<const std::uint8_t>(allowed.data(), 1, 1, p.Lq, p.Lk);
+    view.strides[2] = PTRDIFF_MAX;
+    o.mask = attn::Mask().with_allowed(view);
+    check_error(p.run(ctx, o),
+                {"attention: options.mask.allowed spans more bytes than fit in ptrdiff_t",
+                 "(shape [1, 1, 3, 5], strides [15, 15, 9223372036854775807, 1])"});
+    // 15 bytes from 8 below the top of the address space (never dereferenced).
+    view = attn::make_bhsd<const std::uint8_t>(
+        reinterpret_cast<const std::uint8_t*>(UINTPTR_MAX - 7), 1, 1, p.Lq, p.Lk);
+    o.mask = attn::Mask().with_allowed(view);
+    check_error(p.run(ctx, o), {"attention: options.mask.allowed wraps around the address space"});
+  }
+  SECTION("a view whose negative strides reach below address 0 or whose end wraps") {
+    // Aligned fake addresses, never dereferenced: q reaches 2048 floats (8192 bytes) below its
+    // data at 0x1000, so its lowest byte would lie below address 0.
+    auto q = p.tq();
+    q.data = reinterpret_cast<const float*>(std::uintptr_t{0x1000});
+    q.strides = {-2048, 12, 4, 1};
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {}),
+                {"attention: q wraps around the address space", "from byte offset -8192)"});
+    check_error(attn::reference::attention(q, p.tk(), p.tv(), p.tout(), {}),
+                {"reference::attention: q wraps around the address space"});
+    // Backwards by 48 floats but forwards by 3 x 2048: from 4096 bytes below the top, the end
+    // wraps past it.
+    q.data = reinterpret_cast<const float*>(UINTPTR_MAX - 4095);
+    q.strides = {-48, 2048, 4, 1};
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {}),
+                {"attention: q wraps around the address space", "from byte offset -192)"});
+    // The same view backwards from a real address that holds it reaches no further than it may:
+    // valid (batch 1 backwards from q's second batch).
+    q = p.tq();
+    q.data += p.Hq * p.Lq * p.Dk;
+    q.strides[0] = -q.strides[0];
+    CHECK(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {}).ok());
+    p.out.assign(p.out.size(), kSentinel);
+  }
+  SECTION("a view whose span overflows size_t, or reaches PTRDIFF_MAX elements") {
+    auto q = p.tq();
+    // (3 - 1) x 2^62 twice: each part fits size_t, their sum (2^64) does not.
+    q.shape = {3, 3, 3, 4};
+    q.strides = {std::ptrdiff_t{1} << 62, std::ptrdiff_t{1} << 62, 4, 1};
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {}),
+                {"attention: q spans more bytes than fit in ptrdiff_t (shape [3, 3, 3, 4], "
+                 "strides [4611686018427387904, 4611686018427387904, 4, 1])"});
+    // (2^62 - 1) x 2^61 backwards: the product overflows.
+    q.shape = {2, std::size_t{1} << 62, 3, 4};
+    q.strides = {0, -(std::ptrdiff_t{1} << 61), 4, 1};
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {}),
+                {"attention: q spans more bytes", "strides [0, -2305843009213693952, 4, 1]"});
+    // The last element PTRDIFF_MAX elements on (47 from the inner dimensions): refused on the span.
+    q = p.tq();
+    q.strides[0] = PTRDIFF_MAX - 47;
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {}),
+                {"attention: q spans more bytes than fit in ptrdiff_t (shape [2, 4, 3, 4], "
+                 "strides [9223372036854775760, 12, 4, 1])"});
+    // One element less: the span fits, its PTRDIFF_MAX elements of 4 bytes do not.
+    q.strides[0] = PTRDIFF_MAX - 48;
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {}),
+                {"attention: q spans more bytes than fit in ptrdiff_t (9223372036854775807 "
+                 "elements of 4 bytes)"});
+  }
+  SECTION("a broadcast view whose logical size overflows or exceeds PTRDIFF_MAX bytes") {
+    // Stride 0 everywhere: one float reached, but shape[0] x ... x shape[3] elements held.
+    auto q = p.tq();
+    q.strides = {0, 0, 0, 1};
+    q.shape = {std::size_t{1} << 32, std::size_t{1} << 32, 2, 1};  // 2^65 elements
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {}),
+                {"attention: q spans more bytes than fit in ptrdiff_t (shape [4294967296, "
+                 "4294967296, 2, 1], strides [0, 0, 0, 1])"});
+    q.shape = {std::size_t{1} << 31, std::size_t{1} << 31, 1, 1};  // 2^62 elements, 2^64 bytes
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {}),
+                {"attention: q spans more bytes", "shape [2147483648, 2147483648, 1, 1]"});
+    q.shape = {std::size_t{1} << 30, std::size_t{1} << 31, 1, 1};  // 2^61 elements, 2^63 bytes
+    check_error(attn::attention(ctx, q, p.tk(), p.tv(), p.tout(), {}),
+                {"attention: q spans more bytes", "shape [1073741824, 2147483648, 1, 1]"});
+  }
   CHECK(p.clean());
 }
 
@@ -509,6 +682,70 @@ TEST_CASE("self_attention rejects bad arguments and writes nothing", "[args][sel
   SECTION("out of the wrong shape") {
     check_error(attn::self_attention(ctx, xv, batch, p, attn::make_matrix(out.data(), 6, 7)),
                 {"out is 6 x 7"});
+  }
+  SECTION("out of the wrong rows, or the wrong columns") {
+    check_error(attn::self_attention(ctx, xv, batch, p, attn::make_matrix(out.data(), 5, 8)),
+                {"self_attention: out is 5 x 8; expected 6 x 8"});
+    check_error(attn::self_attention(ctx, xv, batch, p, attn::make_matrix(out.data(), 6, 7)),
+                {"self_attention: out is 6 x 7; expected 6 x 8"});
+  }
+  SECTION("q.weight with no columns") {
+    p.q.weight.cols = 0;
+    check_error(attn::self_attention(ctx, xv, batch, p, ov),
+                {"self_attention: params.q.weight has 0 columns, not a positive multiple of "
+                 "num_heads (2)"});
+  }
+  SECTION("a boolean mask view that is not well formed") {
+    std::vector<std::uint8_t> allowed(seq * seq * 2, 1);
+    auto view = attn::make_bhsd<const std::uint8_t>(allowed.data(), 1, 1, seq, seq);
+    view.strides[3] = 2;
+    p.attention.mask = attn::Mask().with_allowed(view);
+    check_error(attn::self_attention(ctx, xv, batch, p, ov),
+                {"self_attention: params.attention.mask.allowed.strides[3] is 2"});
+  }
+  SECTION("attention weights that are not well formed or overlap out or x") {
+    std::vector<float> w(batch * heads * seq * seq, kSentinel);
+    const auto good = attn::make_bhsd(w.data(), batch, heads, seq, seq);
+    p.attention.weights = attn::make_bhsd(w.data(), batch, heads, seq, seq - 1);
+    check_error(attn::self_attention(ctx, xv, batch, p, ov),
+                {"self_attention: params.attention.weights has shape [2, 2, 3, 2]; expected "
+                 "[2, 2, 3, 3]"});
+    p.attention.weights = good;
+    p.attention.weights.strides[3] = 2;
+    check_error(attn::self_attention(ctx, xv, batch, p, ov),
+                {"self_attention: params.attention.weights.strides[3] is 2"});
+    p.attention.weights = good;
+    p.attention.weights.strides[2] = 0;
+    check_error(attn::self_attention(ctx, xv, batch, p, ov),
+                {"self_attention: params.attention.weights.strides[2] (0) makes elements of the "
+                 "output alias one another"});
+    // 36 floats from out's data (48 floats): every other check passes, then the weights meet out.
+    p.attention.weights = attn::make_bhsd(out.data(), batch, heads, seq, seq);
+    check_error(attn::self_attention(ctx, xv, batch, p, ov),
+                {"self_attention: params.attention.weights overlaps out"});
+    p.attention.weights = attn::make_bhsd(const_cast<float*>(x.data()), batch, heads, seq, seq);
+    check_error(attn::self_attention(ctx, xv, batch, p, ov),
+                {"self_attention: params.attention.weights overlaps x"});
+    CHECK(untouched(w));
+    // With the packed layer the options are named as attention's.
+    attn::PackedSelfAttention layer;
+    REQUIRE(attn::pack_self_attention(ctx, p, &layer).ok());
+    attn::AttentionOptions o;
+    o.weights = attn::make_bhsd(out.data(), batch, heads, seq, seq);
+    check_error(attn::self_attention(ctx, xv, batch, layer, o, ov),
+                {"self_attention: options.weights overlaps out"});
+    o.weights = good;
+    o.weights.shape[0] = 1;
+    check_error(attn::self_attention(ctx, xv, batch, layer, o, ov),
+                {"self_attention: options.weights has shape [1, 2, 3, 3]; expected [2, 2, 3, 3]"});
+    o.weights = {};
+    auto view = attn::make_bhsd<const std::uint8_t>(nullptr, 1, 1, seq, seq);
+    std::vector<std::uint8_t> allowed(seq * seq * 2, 1);
+    view.data = allowed.data();
+    view.strides[3] = 2;
+    o.mask = attn::Mask().with_allowed(view);
+    check_error(attn::self_attention(ctx, xv, batch, layer, o, ov),
+                {"self_attention: options.mask.allowed.strides[3] is 2"});
   }
   SECTION("null bias data is allowed, null weight data is not") {
     p.v.weight.data = nullptr;

@@ -92,13 +92,13 @@ Status check_matrix(const char* fn, const char* arg, const void* data, std::size
 Status check_tensor(const char* fn, const char* arg, const void* data,
                     const std::array<std::size_t, 4>& shape,
                     const std::array<std::ptrdiff_t, 4>& strides, std::size_t elem_size,
-                    bool unit_last_stride, Extent* extent) {
+                    Extent* extent) {
   *extent = Extent{};
   for (std::size_t s : shape) {
     if (s == 0) return Status::Ok();
   }
   // Of size 1 the last dimension ignores its stride, as the others do (the kernels never read it).
-  if (unit_last_stride && shape[3] > 1 && strides[3] != 1) {
+  if (shape[3] > 1 && strides[3] != 1) {
     return Status::Error(StatusCode::invalid_argument,
                          "%s: %s.strides[3] is %td; the last dimension (%zu elements) must be "
                          "contiguous (1)",

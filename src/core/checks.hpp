@@ -43,19 +43,18 @@ Status check_matrix(const char* fn, const char* arg, const MatrixView<T>& m, Ext
   return check_matrix(fn, arg, m.data, m.rows, m.cols, m.stride, sizeof(T), extent);
 }
 
-// A rank-4 view; when unit_last_stride, strides[3] must be 1 where the view has elements and its
-// last dimension more than one (a dimension of size 1 ignores its stride; an empty view
-// reaches nothing). Broadcast (stride 0) and negative strides are allowed for inputs. Both the
-// bytes the view reaches and its logical size (the product of its shape times elem_size) must fit
-// in ptrdiff_t.
+// A rank-4 view; strides[3] must be 1 where the view has elements and its last dimension more
+// than one (a dimension of size 1 ignores its stride; an empty view reaches nothing). Broadcast
+// (stride 0) and negative strides are allowed for inputs. Both the bytes the view reaches and its
+// logical size (the product of its shape times elem_size) must fit in ptrdiff_t.
 Status check_tensor(const char* fn, const char* arg, const void* data,
                     const std::array<std::size_t, 4>& shape,
                     const std::array<std::ptrdiff_t, 4>& strides, std::size_t elem_size,
-                    bool unit_last_stride, Extent* extent);
+                    Extent* extent);
 
 template <class T>
 Status check_tensor(const char* fn, const char* arg, const TensorView<T>& t, Extent* extent) {
-  return check_tensor(fn, arg, t.data, t.shape, t.strides, sizeof(T), true, extent);
+  return check_tensor(fn, arg, t.data, t.shape, t.strides, sizeof(T), extent);
 }
 
 // An output view must not write one element twice: after sorting the dimensions by |stride|,
