@@ -364,6 +364,97 @@ TEST_CASE("attention: K broadcast over its keys (row stride 0) with few query ro
   }
 }
 
+TEST_CASE("attention: sequences read backwards (row stride < 0) or broadcast (0) on every path",
+          "[attention][strides]") {
+  // Views may run backwards and inputs may broadcast (README "API"). The fused path reads Q in
+  // place only with a positive row stride and otherwise packs it row by row; the decoding, key
+  // split, small-problem and weights paths each form row pointers from the strides. q plain,
+  // reversed or one row repeated (stride 0); k and v plain or reversed; out and weights reversed
+  // or not; bidirectional and bottom-right causal. The reference reads the same views.
+  // Tolerance: support/attention_case.hpp's bound with |q|, |k|, |v| <= 1 and scale 1/sqrt(d), so
+  // S <= sqrt(d): |out - ref| <= 2 u (2 (d + 2) sqrt(d) + 2 Lk + 8), weights relative to each.
+  struct Shape {
+    std::size_t B, Hq, Hkv, Lq, Lk, d;
+  };
+  const Shape shapes[] = {
+      {1, 2, 1, 5, 20, 16},     // small problem (Lk <= kSmallRowKeys) and tiny tiles
+      {1, 2, 2, 60, 128, 64},   // one key tile: Q read in place when its stride is positive
+      {1, 4, 2, 100, 300, 64},  // several key tiles, GQA, Q packed
+      {1, 8, 2, 1, 700, 128},   // decoding: 4 rows per KV head, K read in place
+      {2, 2, 2, 1, 2100, 32},   // decoding key split
+  };
+  const auto reversed = [](auto t) {
+    t.data += (static_cast<std::ptrdiff_t>(t.shape[2]) - 1) * t.strides[2];
+    t.strides[2] = -t.strides[2];
+    return t;
+  };
+  const double u = std::ldexp(1.0, -24);
+  for (const Shape& s : shapes) {
+    attn_test::Rng rng(31);
+    const auto q = rng.uniform_vec(s.B * s.Hq * s.Lq * s.d),
+               k = rng.uniform_vec(s.B * s.Hkv * s.Lk * s.d),
+               v = rng.uniform_vec(s.B * s.Hkv * s.Lk * s.d);
+    const double tol = 2 * u * (2.0 * (s.d + 2) * std::sqrt(double(s.d)) + 2.0 * s.Lk + 8.0);
+    for (int q_form = 0; q_form < 3; ++q_form) {
+      for (bool kv_back : {false, true}) {
+        for (bool out_back : {false, true}) {
+          for (bool causal : {false, true}) {
+            auto tq = attn::make_bhsd<const float>(q.data(), s.B, s.Hq, s.Lq, s.d);
+            if (q_form == 1) tq = reversed(tq);
+            if (q_form == 2) tq.strides[2] = 0;
+            auto tk = attn::make_bhsd<const float>(k.data(), s.B, s.Hkv, s.Lk, s.d);
+            auto tv = attn::make_bhsd<const float>(v.data(), s.B, s.Hkv, s.Lk, s.d);
+            if (kv_back) {
+              tk = reversed(tk);
+              tv = reversed(tv);
+            }
+            const std::size_t n_out = s.B * s.Hq * s.Lq * s.d, n_w = s.B * s.Hq * s.Lq * s.Lk;
+            std::vector<float> want(n_out), want_w(n_w);
+            const auto out_view = [&](float* p) {
+              const auto t = attn::make_bhsd(p, s.B, s.Hq, s.Lq, s.d);
+              return out_back ? reversed(t) : t;
+            };
+            const auto weights_view = [&](float* p) {
+              const auto t = attn::make_bhsd(p, s.B, s.Hq, s.Lq, s.Lk);
+              return out_back ? reversed(t) : t;
+            };
+            attn::AttentionOptions o;
+            if (causal) o.mask = attn::Mask::causal(attn::CausalAlign::bottom_right);
+            o.weights = weights_view(want_w.data());
+            REQUIRE(attn::reference::attention(tq, tk, tv, out_view(want.data()), o).ok());
+            for (attn::Isa isa : attn_test::test_isas()) {
+              std::vector<float> first;
+              for (int threads : {1, 2, 3}) {
+                INFO("isa " << attn::isa_name(isa) << " threads " << threads << " B " << s.B
+                            << " Hq " << s.Hq << " Hkv " << s.Hkv << " Lq " << s.Lq << " Lk "
+                            << s.Lk << " d " << s.d << " q form " << q_form << " k and v back "
+                            << kv_back << " out back " << out_back << " causal " << causal);
+                attn::Context ctx = attn_test::make_context(isa, threads);
+                std::vector<float> got(n_out, -7.0f), with_w(n_out, -7.0f), w(n_w, -7.0f);
+                attn::AttentionOptions ow = o;
+                ow.weights = {};
+                REQUIRE(attn::attention(ctx, tq, tk, tv, out_view(got.data()), ow).ok());
+                ow.weights = weights_view(w.data());
+                REQUIRE(attn::attention(ctx, tq, tk, tv, out_view(with_w.data()), ow).ok());
+                std::size_t bad = 0;
+                for (std::size_t e = 0; e < n_out; ++e) {
+                  bad += !(std::fabs(double(got[e]) - want[e]) <= tol);
+                  bad += !(std::fabs(double(with_w[e]) - want[e]) <= tol);
+                }
+                for (std::size_t e = 0; e < n_w; ++e)
+                  bad += !(std::fabs(double(w[e]) - want_w[e]) <= tol * want_w[e] + 1e-30);
+                CHECK(bad == 0);
+                if (threads == 1) first = got;
+                CHECK(got == first);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("decoding: keys that a mask blocks are never read, attended non-finite V is IEEE",
           "[attention][direct][ieee]") {
   // One KV head shared by 4 query heads, 300 keys: one query row (4 rows per KV head) takes the

@@ -754,6 +754,57 @@ TEST_CASE("matmul with k == 0 scales c by beta", "[matmul]") {
   }
 }
 
+TEST_CASE("matmul with k == 0: alpha times the empty sum, as the reference, for every alpha",
+          "[matmul][ieee]") {
+  // C = alpha * (-0) + beta * C: alpha 0, +-inf and NaN take matmul.cpp's product-first branch
+  // for k > 0 only, so k == 0 goes through the drivers' own k == 0 block with such alphas too
+  // (inf * -0 is NaN, -0.5 * -0 is +0, beta == 0 never reads C). The same bits as
+  // reference::matmul (NaN for NaN), for the views and a PackedMatrix of 0 rows, on every ISA.
+  const float kInf = attn_test::inf_f(), kNan = attn_test::nan_f();
+  const float scales[] = {0.0f, -0.0f, kInf, -kInf, kNan, 1.0f, -0.5f};
+  const float c_values[] = {0.0f, -0.0f, 3.0f, kInf, -kInf, kNan};
+  for (attn::Isa isa : attn_test::test_isas()) {
+    attn::Context ctx = attn_test::make_context(isa);
+    for (std::size_t m : {1u, 7u, 64u}) {
+      for (std::size_t n : {1u, 17u, 100u}) {
+        const MatrixView<const float> a{nullptr, m, 0, 0}, b{nullptr, 0, n, n};
+        attn::PackedMatrix packed;
+        REQUIRE(attn::pack_matrix(ctx, b, Transpose::no, &packed).ok());
+        for (float alpha : scales) {
+          for (float beta : scales) {
+            INFO("isa " << attn::isa_name(isa) << " m " << m << " n " << n << " alpha " << alpha
+                        << " beta " << beta);
+            std::vector<float> want(m * n), got(m * n), got_packed(m * n);
+            for (std::size_t i = 0; i < m * n; ++i)
+              want[i] = got[i] = got_packed[i] = c_values[i % 6];
+            REQUIRE(attn::reference::matmul(a, Transpose::no, b, Transpose::no,
+                                            {want.data(), m, n, n}, alpha, beta)
+                        .ok());
+            REQUIRE(attn::matmul(ctx, a, Transpose::no, b, Transpose::no, {got.data(), m, n, n},
+                                 alpha, beta)
+                        .ok());
+            REQUIRE(attn::matmul(ctx, a, Transpose::no, packed, {got_packed.data(), m, n, n}, alpha,
+                                 beta)
+                        .ok());
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < m * n; ++i) {
+              for (float x : {got[i], got_packed[i]}) {
+                const bool same = std::isnan(want[i])
+                                      ? std::isnan(x)
+                                      : x == want[i] && std::signbit(x) == std::signbit(want[i]);
+                if (!same && bad++ < 3)
+                  FAIL_CHECK("c[" << i << "] = " << x << ", reference " << want[i] << ", c was "
+                                  << c_values[i % 6]);
+              }
+            }
+            CHECK(bad == 0);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul is bit-identical for any thread count", "[matmul][threads]") {
   // The no-packing path (B^T; where L2 does not feed the no-packing kernels 203 rows have B
   // packed instead, into the wide tile's panels on AVX-512 and by the Goto path elsewhere: see
