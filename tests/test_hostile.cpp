@@ -403,8 +403,8 @@ TEST_CASE("pack_self_attention: weights too large together are refused, pack_mat
 
 // The reference (an oracle that allocates) returns out_of_memory where its work space is beyond
 // the heap, never an exception: 2^60 keys broadcast from one row (a valid view of 2^62 bytes;
-// std::vector<double> of them is a length_error). A call with nothing to write returns at once,
-// as attn::attention does.
+// calloc refuses 2^60 doubles). A call with nothing to write returns at once, as
+// attn::attention does.
 TEST_CASE("reference::attention neither throws nor loops over nothing", "[hostile][attention]") {
   CHECK(exits_cleanly([] {
     alarm(20);

@@ -1,9 +1,7 @@
 // attn::reference::attention and self_attention: one (query, key) pair at a time, in double.
 #include <cmath>
 #include <cstddef>
-#include <new>
-#include <stdexcept>
-#include <vector>
+#include <cstdlib>
 
 #include "attn/reference.hpp"
 #include "core/args.hpp"
@@ -53,15 +51,30 @@ double additive(const Mask& mask, std::size_t b, std::size_t h, std::size_t i, s
 
 namespace {
 
-// The oracle allocates (per row, per projection); a size the heap refuses is out_of_memory, never
-// an exception. Its allocations all come before its first write to an output.
-template <class F>
-Status without_exceptions(const char* fn, F&& body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-  } catch (const std::length_error&) {
+// The oracle's work space: n zeroed T's from calloc, freed with the array. attn throws no
+// exception and needs none (a project may build it with -fno-exceptions): a size the heap refuses
+// is out_of_memory, reported before the first write to an output.
+template <class T>
+class WorkArray {
+ public:
+  WorkArray() = default;
+  WorkArray(const WorkArray&) = delete;
+  WorkArray& operator=(const WorkArray&) = delete;
+  ~WorkArray() { std::free(p_); }
+  // False if calloc refuses n elements (n == 0 allocates one, so that data() is never null).
+  bool allocate(std::size_t n) {
+    std::free(p_);
+    p_ = static_cast<T*>(std::calloc(n == 0 ? 1 : n, sizeof(T)));
+    return p_ != nullptr;
   }
+  T* data() const { return p_; }
+  T& operator[](std::size_t i) const { return p_[i]; }
+
+ private:
+  T* p_ = nullptr;
+};
+
+Status no_work_space(const char* fn) {
   return Status::Error(StatusCode::out_of_memory, "%s: could not allocate its work space", fn);
 }
 
@@ -71,8 +84,11 @@ Status attention_validated(const TensorView<const float>& q, const TensorView<co
   const Mask& mask = options.mask;
   const TensorView<float>& w = options.weights;
   const std::size_t group = d.heads_kv == 0 ? 1 : d.heads_q / d.heads_kv;
-  std::vector<double> s(d.len_k), acc(d.dim_v);
-  std::vector<char> skip(d.len_k);
+  WorkArray<double> s, acc;
+  WorkArray<char> skip;
+  if (!s.allocate(d.len_k) || !acc.allocate(d.dim_v) || !skip.allocate(d.len_k)) {
+    return no_work_space("reference::attention");
+  }
   for (std::size_t b = 0; b < d.batch; ++b) {
     for (std::size_t h = 0; h < d.heads_q; ++h) {
       const std::size_t hk = h / group;
@@ -113,8 +129,8 @@ Status attention_validated(const TensorView<const float>& q, const TensorView<co
           s[j] = skip[j] ? 0.0 : std::exp(s[j] - m);
           sum += s[j];
         }
-        for (double& a : acc)
-          a = 0.0;
+        for (std::size_t x = 0; x < d.dim_v; ++x)
+          acc[x] = 0.0;
         for (std::size_t j = 0; j < d.len_k; ++j) {
           if (skip[j]) continue;  // blocked keys are never read
           const double p = s[j] / sum;
@@ -141,7 +157,7 @@ Status attention(TensorView<const float> q, TensorView<const float> k, TensorVie
   AttentionDims d;
   ATTN_RETURN_IF_ERROR(detail::validate_attention(fn, q, k, v, out, options, &d));
   if (detail::attention_writes_nothing(d, options.weights.data != nullptr)) return Status::Ok();
-  return without_exceptions(fn, [&] { return attention_validated(q, k, v, out, options, d); });
+  return attention_validated(q, k, v, out, options, d);
 }
 
 namespace {
@@ -165,24 +181,27 @@ Status self_attention_validated(const MatrixView<const float>& x, const SelfAtte
     }
   }
   // Projections in double, rounded once to float: the inputs attention sees.
-  auto project = [&](const Projection& p, std::vector<float>* y) {
+  // rows x cols fits (above): calloc's product does not wrap.
+  WorkArray<float> qs, ks, vs, heads;
+  if (!qs.allocate(rows * params.q.weight.cols) || !ks.allocate(rows * params.k.weight.cols) ||
+      !vs.allocate(rows * params.v.weight.cols) || !heads.allocate(rows * d.heads_q * d.dim_v)) {
+    return no_work_space("reference::self_attention");
+  }
+  auto project = [&](const Projection& p, const WorkArray<float>& y) {
     const std::size_t n = p.weight.cols;
-    y->assign(rows * n, 0.0f);
     for (std::size_t r = 0; r < rows; ++r) {
       for (std::size_t c = 0; c < n; ++c) {
         double sum = p.bias ? static_cast<double>(p.bias[c]) : 0.0;
         for (std::size_t t = 0; t < d.d_model; ++t) {
           sum += static_cast<double>(x(r, t)) * static_cast<double>(p.weight(t, c));
         }
-        (*y)[r * n + c] = static_cast<float>(sum);
+        y[r * n + c] = static_cast<float>(sum);
       }
     }
   };
-  std::vector<float> qs, ks, vs;
-  project(params.q, &qs);
-  project(params.k, &ks);
-  project(params.v, &vs);
-  std::vector<float> heads(rows * d.heads_q * d.dim_v);
+  project(params.q, qs);
+  project(params.k, ks);
+  project(params.v, vs);
   const auto tq = make_bshd<const float>(qs.data(), d.batch, d.seq, d.heads_q, d.dim_k);
   const auto tk = make_bshd<const float>(ks.data(), d.batch, d.seq, d.heads_kv, d.dim_k);
   const auto tv = make_bshd<const float>(vs.data(), d.batch, d.seq, d.heads_kv, d.dim_v);
@@ -212,7 +231,7 @@ Status self_attention(MatrixView<const float> x, std::size_t batch,
   constexpr const char* fn = "reference::self_attention";
   detail::SelfAttentionDims d;
   ATTN_RETURN_IF_ERROR(detail::validate_self_attention(fn, x, batch, params, out, &d));
-  return without_exceptions(fn, [&] { return self_attention_validated(x, params, out, d); });
+  return self_attention_validated(x, params, out, d);
 }
 
 }  // namespace attn::reference
