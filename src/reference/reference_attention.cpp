@@ -67,8 +67,8 @@ class WorkArray {
     p_ = static_cast<T*>(std::calloc(n == 0 ? 1 : n, sizeof(T)));
     return p_ != nullptr;
   }
-  T* data() const { return p_; }
-  T& operator[](std::size_t i) const { return p_[i]; }
+  T* data() { return p_; }
+  T& operator[](std::size_t i) { return p_[i]; }
 
  private:
   T* p_ = nullptr;
@@ -187,7 +187,7 @@ Status self_attention_validated(const MatrixView<const float>& x, const SelfAtte
       !vs.allocate(rows * params.v.weight.cols) || !heads.allocate(rows * d.heads_q * d.dim_v)) {
     return no_work_space("reference::self_attention");
   }
-  auto project = [&](const Projection& p, const WorkArray<float>& y) {
+  auto project = [&](const Projection& p, WorkArray<float>& y) {
     const std::size_t n = p.weight.cols;
     for (std::size_t r = 0; r < rows; ++r) {
       for (std::size_t c = 0; c < n; ++c) {

@@ -8,6 +8,20 @@
 #error "simd/simd.hpp is for per-ISA translation units (*_<isa>.cpp) only"
 #endif
 
+// The architecture below follows the compiler's macros, and each ISA's tables (lanes, tiles) fit
+// one: objects compiled with more than their ISA's flags (a project's -march=native, which
+// cmake/AttnIsa.cmake caps with -mno-avx and -mno-avx512f) would run a wider vector under
+// narrower tables. ATTN_ISA_IS_<ISA> comes with ATTN_ISA_NS (src/CMakeLists.txt).
+#if defined(ATTN_ISA_IS_SSE2) && defined(__AVX__)
+#error "sse2 objects compiled with AVX: a flag after cmake/AttnIsa.cmake's -mno-avx?"
+#endif
+#if defined(ATTN_ISA_IS_AVX2) && (defined(__AVX512F__) || !defined(__AVX2__) || !defined(__FMA__))
+#error "avx2 objects need AVX2 and FMA without AVX-512 (cmake/AttnIsa.cmake)"
+#endif
+#if defined(ATTN_ISA_IS_AVX512) && !defined(__AVX512BW__)
+#error "avx512 objects need AVX-512 F, BW, DQ and VL (cmake/AttnIsa.cmake)"
+#endif
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <string>
 
@@ -47,7 +48,8 @@ namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<long> g_allocs{0};
 std::atomic<long> g_frees{0};
-std::atomic<int> g_fail_allocs{0};  // make this many next allocations fail
+std::atomic<int> g_fail_allocs{0};  // make this many next allocations fail,
+std::atomic<int> g_pass_allocs{0};  // after letting this many through
 // Where counted allocations came from (return addresses), for the failure message.
 constexpr int kMaxSites = 16;
 std::atomic<int> g_site_count{0};
@@ -61,6 +63,11 @@ bool note_alloc(void* site) {
     if (i < kMaxSites) g_sites[i] = site;
   }
   int f = g_fail_allocs.load(std::memory_order_relaxed);
+  if (f <= 0) return false;
+  int pass = g_pass_allocs.load(std::memory_order_relaxed);
+  while (pass > 0) {
+    if (g_pass_allocs.compare_exchange_weak(pass, pass - 1)) return false;
+  }
   while (f > 0) {
     if (g_fail_allocs.compare_exchange_weak(f, f - 1)) return true;
   }
@@ -622,6 +629,66 @@ TEST_CASE("a scratch allocation failure is out_of_memory and writes nothing", "[
     CHECK(layer.empty());
     CHECK(attn::pack_self_attention(ctx, work.self_attention_params(), &layer).ok());
     CHECK(!layer.empty());
+  }
+}
+
+TEST_CASE("the reference's work space failing at any of its allocations is out_of_memory",
+          "[alloc][oom]") {
+  // reference::attention takes three work arrays (scores, accumulator, blocked keys) and
+  // reference::self_attention four (Q, K, V, heads) before its attention's three: the n-th
+  // allocation failing, for each n, is out_of_memory before any output is written, and every
+  // array taken before it is freed (frees == allocations - the one refused). The (n + 1)-th
+  // call of a run that allocates n times does not fail: the count is exact.
+  const std::size_t heads = 2, seq = 5, dm = 8, dk = 4;
+  std::vector<float> x(seq * dm, 0.25f), w(dm * heads * dk, 0.5f), out(seq * heads * dk);
+  const auto xv = attn::make_matrix<const float>(x.data(), seq, dm);
+  const auto ov = attn::make_matrix(out.data(), seq, heads * dk);
+  attn::SelfAttentionParams p;
+  p.q.weight = p.k.weight = p.v.weight = attn::make_matrix<const float>(w.data(), dm, heads * dk);
+  p.num_heads = heads;
+  const auto tq = attn::make_bhsd<const float>(x.data(), 1, 1, seq, dm);
+  const auto to = attn::make_bhsd(out.data(), 1, 1, seq, dm);
+  struct Call {
+    const char* name;
+    int allocations;
+    std::function<attn::Status()> run;
+  };
+  const Call calls[] = {
+      {"reference::attention", 3, [&] { return attn::reference::attention(tq, tq, tq, to, {}); }},
+      {"reference::self_attention", 7,
+       [&] { return attn::reference::self_attention(xv, 1, p, ov); }},
+  };
+  for (const Call& call : calls) {
+    for (int n = 1; n <= call.allocations + 1; ++n) {
+      INFO(call.name << ", allocation " << n << " refused");
+      std::fill(out.begin(), out.end(), kSentinel);
+      attn::Status s;
+      long allocs = 0, frees = 0;
+      {
+        Counting counting;
+        g_pass_allocs = n - 1;
+        g_fail_allocs = 1;
+        s = call.run();
+        allocs = counting.allocs();
+        frees = counting.frees();
+        g_fail_allocs = 0;
+        g_pass_allocs = 0;
+      }
+      if (n <= call.allocations) {
+        INFO((s.message() ? s.message() : ""));
+        CHECK(s.code() == attn::StatusCode::out_of_memory);
+        CHECK(std::string(s.message()).find("could not allocate its work space") !=
+              std::string::npos);
+        for (float y : out)
+          CHECK(y == kSentinel);
+        CHECK(allocs == n);
+        CHECK(frees == n - 1);
+      } else {
+        CHECK(s.ok());
+        CHECK(allocs == call.allocations);
+        CHECK(frees == call.allocations);
+      }
+    }
   }
 }
 
