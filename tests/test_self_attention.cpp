@@ -186,17 +186,21 @@ enum class Drop { none, q, v, o };
 
 // How the weights reach self_attention: views of separate matrices; views into one matrix with
 // the q, k, v weights (and biases) side by side, as fused-QKV checkpoints store them (one GEMM
-// projects all three); or either packed first by pack_self_attention (always one GEMM), the
-// parameters' buffers then overwritten with NaN before the call (the layer must not read them).
-enum class Form { views, fused, packed, packed_fused };
-constexpr Form kForms[] = {Form::views, Form::fused, Form::packed, Form::packed_fused};
+// projects all three); the weights side by side but the biases in buffers of their own (not one
+// GEMM: each projection's own, on its view of the joint matrix); or views or side-by-side weights
+// packed first by pack_self_attention (always one GEMM), the parameters' buffers then overwritten
+// with NaN before the call (the layer must not read them).
+enum class Form { views, fused, fused_weights, packed, packed_fused };
+constexpr Form kForms[] = {Form::views, Form::fused, Form::fused_weights, Form::packed,
+                           Form::packed_fused};
 
 // mp: mask parts beyond c.causal; pad: floats past each row of x and out (out's must stay as
 // they were).
 void run(attn::Context& ctx, const Config& c, std::uint32_t seed, Form form = Form::views,
          std::vector<float>* result = nullptr, Drop drop = Drop::none, const MaskParts& mp = {},
          std::size_t pad = 0) {
-  const bool fused = form == Form::fused || form == Form::packed_fused;
+  const bool fused =
+      form == Form::fused || form == Form::fused_weights || form == Form::packed_fused;
   const bool packed = form == Form::packed || form == Form::packed_fused;
   attn_test::Rng rng(seed);
   const std::size_t rows = c.batch * c.seq;
@@ -227,10 +231,12 @@ void run(attn::Context& ctx, const Config& c, std::uint32_t seed, Form form = Fo
     std::copy(bq.begin(), bq.end(), bqkv.begin());
     std::copy(bk.begin(), bk.end(), bqkv.begin() + dq);
     std::copy(bv.begin(), bv.end(), bqkv.begin() + dq + dkv);
-    p.q = {{wqkv.data(), c.d_model, dq, wide}, c.bias ? bqkv.data() : nullptr};
-    p.k = {{wqkv.data() + dq, c.d_model, dkv, wide}, c.bias ? bqkv.data() + dq : nullptr};
+    const bool apart = form == Form::fused_weights;
+    p.q = {{wqkv.data(), c.d_model, dq, wide}, c.bias ? (apart ? bq : bqkv).data() : nullptr};
+    p.k = {{wqkv.data() + dq, c.d_model, dkv, wide},
+           c.bias ? (apart ? bk.data() : bqkv.data() + dq) : nullptr};
     p.v = {{wqkv.data() + dq + dkv, c.d_model, dvv, wide},
-           c.bias ? bqkv.data() + dq + dkv : nullptr};
+           c.bias ? (apart ? bv.data() : bqkv.data() + dq + dkv) : nullptr};
   }
   if (c.out_proj)
     p.o = {attn::make_matrix<const float>(wo.data(), dh, d_out), c.bias ? bo.data() : nullptr};
