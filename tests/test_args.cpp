@@ -119,13 +119,13 @@ TEST_CASE("matmul rejects bad arguments and writes nothing", "[args][matmul]") {
     // a_t^T and b_t^T are av and bv as products see them: 6 x 4 and 4 x 5.
     const MatrixView<const float> a_t{a.data(), 4, 6, 6}, b_t{b.data(), 5, 4, 4};
     check_error(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, {c.data(), 6, 4, 4}),
-                {"matmul: c is 6 x 4; a b is 6 x 5"});
+                {"matmul: c is 6 x 4 but the product a b is 6 x 5"});
     check_error(attn::matmul(ctx, a_t, Transpose::yes, bv, Transpose::no, {c.data(), 6, 4, 4}),
-                {"matmul: c is 6 x 4; a^T b is 6 x 5"});
+                {"matmul: c is 6 x 4 but the product a^T b is 6 x 5"});
     check_error(attn::matmul(ctx, av, Transpose::no, b_t, Transpose::yes, {c.data(), 5, 5, 5}),
-                {"matmul: c is 5 x 5; a b^T is 6 x 5"});
+                {"matmul: c is 5 x 5 but the product a b^T is 6 x 5"});
     check_error(attn::matmul(ctx, a_t, Transpose::yes, b_t, Transpose::yes, {c.data(), 5, 6, 6}),
-                {"matmul: c is 5 x 6; a^T b^T is 6 x 5"});
+                {"matmul: c is 5 x 6 but the product a^T b^T is 6 x 5"});
     // The same views with the right c are valid (the shapes above are the only fault).
     CHECK(attn::matmul(ctx, a_t, Transpose::yes, b_t, Transpose::yes, cv, 1, 0).ok());
     c.assign(c.size(), kSentinel);
@@ -162,9 +162,9 @@ TEST_CASE("matmul with a PackedMatrix rejects shapes that do not match and write
   check_error(attn::matmul(ctx, av, Transpose::yes, packed, cv),
               {"matmul: inner dimensions differ: a^T is 4 x 6 but the packed b is 4 x 5"});
   check_error(attn::matmul(ctx, av, Transpose::no, packed, {c.data(), 5, 5, 5}),
-              {"matmul: c is 5 x 5; a times the packed b is 6 x 5"});
+              {"matmul: c is 5 x 5 but the product a times the packed b is 6 x 5"});
   check_error(attn::matmul(ctx, a_t, Transpose::yes, packed, {c.data(), 6, 4, 4}),
-              {"matmul: c is 6 x 4; a^T times the packed b is 6 x 5"});
+              {"matmul: c is 6 x 4 but the product a^T times the packed b is 6 x 5"});
   CHECK(untouched(c));
   CHECK(attn::matmul(ctx, a_t, Transpose::yes, packed, cv).ok());
 }

@@ -135,8 +135,9 @@ Status validate_matmul(const char* fn, const MatrixView<const float>& a, Transpo
                          tr(ta), m, ka, tr(tb), kb, n);
   }
   if (c.rows != m || c.cols != n) {
-    return Status::Error(StatusCode::invalid_argument, "%s: c is %zu x %zu; a%s b%s is %zu x %zu",
-                         fn, c.rows, c.cols, tr(ta), tr(tb), m, n);
+    return Status::Error(StatusCode::invalid_argument,
+                         "%s: c is %zu x %zu but the product a%s b%s is %zu x %zu", fn, c.rows,
+                         c.cols, tr(ta), tr(tb), m, n);
   }
   ATTN_RETURN_IF_ERROR(check_disjoint(fn, "c", ec, "a", ea));
   return check_disjoint(fn, "c", ec, "b", eb);
@@ -167,8 +168,8 @@ Status validate_packed_matmul(const char* fn, const MatrixView<const float>& a, 
   }
   if (c.rows != m || c.cols != b.cols()) {
     return Status::Error(StatusCode::invalid_argument,
-                         "%s: c is %zu x %zu; a%s times the packed b is %zu x %zu", fn, c.rows,
-                         c.cols, tr(ta), m, b.cols());
+                         "%s: c is %zu x %zu but the product a%s times the packed b is %zu x %zu",
+                         fn, c.rows, c.cols, tr(ta), m, b.cols());
   }
   ATTN_RETURN_IF_ERROR(check_disjoint(fn, "c", ec, "a", ea));
   const auto pb = reinterpret_cast<std::uintptr_t>(b.data());
