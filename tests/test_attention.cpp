@@ -9,6 +9,7 @@
 
 #include "dispatch/cpu.hpp"
 #include "support/attention_case.hpp"
+#include "support/bounds.hpp"
 
 using attn_test::AttentionCase;
 using attn_test::AttentionResult;
@@ -1032,4 +1033,88 @@ TEST_CASE("attention with Dk == 0 on the decoding path is the mean of the attend
       }
     }
   }
+}
+
+TEST_CASE("a KV cache viewed at its capacity through seq_slice: decoding and prefill steps",
+          "[attention][views]") {
+  // The caches hold C positions per (batch, KV head); the first len are filled, the rest NaN, so
+  // a view that reached past len, or placed batch entries or heads len positions apart (a view
+  // made with seq = len), would put NaN or other keys into the output. K as a projection writes it
+  // ([B, C, Hkv, D]), V as planes ([B, Hkv, C, D]); the queries are the last Lq positions
+  // (bottom-right causal). Lq = 1 takes the decoding path (4 query rows per KV head), Lq = 3 the
+  // packed one; len 2100 and 2304 split the keys. The reference runs on compact copies of the
+  // filled positions. Tolerance (support/attention_case.hpp): |q|, |k|, |v| <= 1 and the default
+  // scale 1/sqrt(D) bound every score by S = sqrt(D), so |out - ref| <= attention_factor(D, len,
+  // sqrt(D)) (V = 1).
+  const std::size_t B = 2, Hq = 8, Hkv = 2, D = 64, C = 2304;
+  attn_test::Rng rng(91);
+  std::vector<float> k_cache(B * C * Hkv * D, NAN), v_cache(B * Hkv * C * D, NAN);
+  const auto k_all = attn::make_bshd<float>(k_cache.data(), B, C, Hkv, D);
+  const auto v_all = attn::make_bhsd<float>(v_cache.data(), B, Hkv, C, D);
+  std::size_t filled = 0;
+  for (std::size_t len : {1, 5, 37, 300, 2100, 2304}) {
+    for (std::size_t b = 0; b < B; ++b)  // append positions [filled, len)
+      for (std::size_t h = 0; h < Hkv; ++h)
+        for (std::size_t s = filled; s < len; ++s)
+          for (std::size_t x = 0; x < D; ++x) {
+            k_all(b, h, s, x) = rng.uniform(-1.0f, 1.0f);
+            v_all(b, h, s, x) = rng.uniform(-1.0f, 1.0f);
+          }
+    filled = len;
+    std::vector<float> kc(B * Hkv * len * D), vc(B * Hkv * len * D);
+    const auto kc_view = attn::make_bhsd<float>(kc.data(), B, Hkv, len, D);
+    const auto vc_view = attn::make_bhsd<float>(vc.data(), B, Hkv, len, D);
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t h = 0; h < Hkv; ++h)
+        for (std::size_t s = 0; s < len; ++s)
+          for (std::size_t x = 0; x < D; ++x) {
+            kc_view(b, h, s, x) = k_all(b, h, s, x);
+            vc_view(b, h, s, x) = v_all(b, h, s, x);
+          }
+    const attn::TensorView<const float> k = attn::seq_slice(k_all, 0, len);
+    const attn::TensorView<const float> v = attn::seq_slice(v_all, 0, len);
+    for (std::size_t lq : {1, 3}) {
+      if (lq > len) continue;
+      const std::vector<float> q = rng.uniform_vec(B * Hq * lq * D);
+      const auto qv = attn::make_bhsd<const float>(q.data(), B, Hq, lq, D);
+      attn::AttentionOptions opt;
+      opt.mask = attn::Mask::causal(attn::CausalAlign::bottom_right);
+      std::vector<float> want(B * Hq * lq * D);
+      attn::Context ref_ctx;
+      REQUIRE(attn::reference::attention(ref_ctx, qv, kc_view, vc_view,
+                                         attn::make_bhsd(want.data(), B, Hq, lq, D), opt)
+                  .ok());
+      const double tol = attn_test::bounds::attention_factor(D, len, std::sqrt(double(D)));
+      for (attn::Isa isa : attn_test::test_isas()) {
+        for (int threads : thread_counts()) {
+          INFO("len " << len << ", Lq " << lq << ", " << attn::isa_name(isa) << ", threads "
+                      << threads);
+          attn::Context ctx = attn_test::make_context(isa, threads);
+          std::vector<float> out(want.size(), -7.0f);
+          const attn::Status s =
+              attn::attention(ctx, qv, k, v, attn::make_bhsd(out.data(), B, Hq, lq, D), opt);
+          INFO(s.message());
+          REQUIRE(s.ok());
+          std::size_t bad = 0;
+          for (std::size_t i = 0; i < out.size(); ++i) {
+            if (!(std::fabs(double(out[i]) - want[i]) <= tol) && bad++ < 3) {
+              FAIL_CHECK("out[" << i << "] = " << out[i] << ", reference " << want[i]);
+            }
+          }
+          CHECK(bad == 0);
+        }
+      }
+    }
+  }
+  // A range beyond the cache gives null data, which attention refuses.
+  attn::Context ctx;
+  std::vector<float> q(B * Hq * D), out(B * Hq * D, -7.0f);
+  const auto qv = attn::make_bhsd<const float>(q.data(), B, Hq, 1, D);
+  const auto ov = attn::make_bhsd(out.data(), B, Hq, 1, D);
+  const attn::TensorView<const float> past_end = attn::seq_slice(k_all, 1, C);
+  CHECK(past_end.data == nullptr);
+  const attn::Status s = attn::attention(ctx, qv, past_end, attn::seq_slice(v_all, 1, C), ov);
+  CHECK(s.code() == attn::StatusCode::invalid_argument);
+  CHECK_THAT(s.message(), Catch::Contains("k") && Catch::Contains("null"));
+  CHECK(out[0] == -7.0f);
 }

@@ -559,6 +559,22 @@ TEST_CASE("View helpers lay out BHSD and BSHD memory", "[views]") {
   CHECK(&strided(0, 1, 2, 0) == &buf[2 * 20 + 5]);
   const auto m = attn::make_matrix(buf, 3, 4);
   CHECK(&m(2, 3) == &buf[11]);
+  // seq_slice: positions [first, first + count) with the same strides, also running backwards.
+  const auto slice = attn::seq_slice(bshd, 1, 2);
+  CHECK(slice.shape == std::array<std::size_t, 4>{2, 3, 2, 5});
+  CHECK(slice.strides == bshd.strides);
+  CHECK(&slice(1, 2, 1, 4) == &bshd(1, 2, 2, 4));
+  CHECK(attn::seq_slice(bshd, 4, 0).data == bshd.data + 4 * bshd.strides[2]);
+  attn::TensorView<float> back = bhsd;
+  back.data += 3 * back.strides[2];
+  back.strides[2] = -back.strides[2];  // positions 3, 2, 1, 0
+  CHECK(&attn::seq_slice(back, 1, 3)(1, 1, 0, 2) == &bhsd(1, 1, 2, 2));
+  // Beyond shape[2], overflow included: null data.
+  CHECK(attn::seq_slice(bhsd, 0, 5).data == nullptr);
+  CHECK(attn::seq_slice(bhsd, 5, 0).data == nullptr);
+  CHECK(attn::seq_slice(bhsd, 2, SIZE_MAX).data == nullptr);
+  CHECK(attn::seq_slice(bhsd, SIZE_MAX, 2).data == nullptr);
+  CHECK(attn::seq_slice(bhsd, 2, SIZE_MAX).shape[2] == SIZE_MAX);
 }
 
 // Where CI knows the CPU (a qemu model: ATTN_TEST_EXPECT_ISAS="scalar,sse2" for -cpu Nehalem),

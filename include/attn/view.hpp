@@ -82,4 +82,20 @@ TensorView<T> make_bshd(T* data, std::size_t batch, std::size_t seq, std::size_t
           {detail::view_stride(seq, static_cast<std::size_t>(r)), detail::view_stride(dim), r, 1}};
 }
 
+// Positions [first, first + count) of a view's sequence dimension (shape[2]), with its strides:
+// the filled part of a KV cache allocated for more positions than it holds, viewed at its
+// capacity (`seq_slice(make_bhsd(k_cache, B, Hkv, capacity, D), 0, len)`; a view made with
+// seq = len would place batch entries and heads len positions apart, not capacity), or a chunk
+// of queries. A range beyond shape[2] gives a view with null data, which every call refuses.
+template <class T>
+TensorView<T> seq_slice(TensorView<T> v, std::size_t first, std::size_t count) {
+  if (first > v.shape[2] || count > v.shape[2] - first) {
+    v.data = nullptr;
+  } else if (first > 0) {
+    v.data += static_cast<std::ptrdiff_t>(first) * v.strides[2];
+  }
+  v.shape[2] = count;
+  return v;
+}
+
 }  // namespace attn
