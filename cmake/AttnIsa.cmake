@@ -21,9 +21,10 @@ elseif(ATTN_ARCH STREQUAL "aarch64")
 endif()
 
 # Each ISA's objects are capped at that ISA's vector width, whatever the project's flags (which
-# come first): simd.hpp picks the xsimd architecture from the compiler's macros, so a project's
-# -march=native made the sse2 and avx2 objects AVX-512 code under their 4- and 8-lane tables (and
-# -mavx2 the sse2 ones AVX2 code). Built so on the Zen 4, the suite corrupted the heap with
+# come first): simd.hpp picked the xsimd architecture from the compiler's macros (it now follows
+# the ISA, but its intrinsics branches still follow the macros), so a project's -march=native
+# made the sse2 and avx2 objects AVX-512 code under their 4- and 8-lane tables (and -mavx2 the
+# sse2 ones AVX2 code). Built so on the Zen 4, the suite corrupted the heap with
 # ATTN_ISA=sse2 and avx2 (malloc's checks aborted; all ISAs in one run hung in malloc) and drew
 # 1,470 warnings. -mno-avx also turns off AVX2, FMA and AVX-512; -mno-avx512f every AVX-512
 # subset. Extensions of the same width that -march adds (SSE4.2 and BMI2 in the sse2 objects, for

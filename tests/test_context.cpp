@@ -21,6 +21,7 @@
 
 #include "core/context_state.hpp"
 #include "core/large_alloc.hpp"
+#include "dispatch/kernels.hpp"
 #include "support/test_support.hpp"
 
 using attn::Isa;
@@ -84,6 +85,30 @@ TEST_CASE("ISA names parse back and scalar is always supported", "[isa]") {
 #elif defined(__aarch64__)
   CHECK(attn::isa_supported(Isa::neon));
   CHECK_FALSE(attn::isa_supported(Isa::avx2));
+#endif
+}
+
+TEST_CASE("each supported ISA has its own kernel table, and x86 detection agrees with GCC's",
+          "[isa]") {
+  // A table copied from another ISA's file keeps that ISA's Kernels::isa; an ISA whose objects
+  // CMake did not build (not in ATTN_ISAS) has no table and is silently unsupported, which only
+  // an independent look at the CPU (__builtin_cpu_supports, libgcc's cpuid and XGETBV) catches.
+  for (Isa isa : attn::kAllIsas) {
+    INFO(attn::isa_name(isa));
+    if (!attn::isa_supported(isa)) continue;
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    CHECK(kern->isa == isa);
+  }
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (attn_test::emulated()) return;  // qemu's CPU models: ATTN_TEST_EXPECT_ISAS checks them
+  __builtin_cpu_init();
+  CHECK(attn::isa_supported(Isa::sse2));
+  CHECK(attn::isa_supported(Isa::avx2) ==
+        (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")));
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  CHECK(attn::isa_supported(Isa::avx512) == (ATTN_TEST_AVX512_BUILT && avx512));
 #endif
 }
 

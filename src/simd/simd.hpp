@@ -21,6 +21,9 @@
 #if defined(ATTN_ISA_IS_AVX512) && !defined(__AVX512BW__)
 #error "avx512 objects need AVX-512 F, BW, DQ and VL (cmake/AttnIsa.cmake)"
 #endif
+#if defined(ATTN_ISA_IS_NEON) && !defined(__aarch64__)
+#error "neon objects are AArch64 code (cmake/AttnIsa.cmake)"
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -45,19 +48,21 @@
 namespace attn::detail {
 namespace ATTN_ISA_NS {
 
-// The xsimd architecture of this translation unit. xsimd traps avoided (8.1.0, verified against
-// its source): plain `avx2` makes xsimd::fma a separate multiply and add, hence fma3<avx2>;
-// its AVX-512 fma is not fused either, hence fmadd below.
-#if defined(__AVX512F__)
+// The xsimd architecture of this translation unit's ISA (ATTN_ISA_IS_<ISA>, not the compiler's
+// macros: an ISA without a line here stops the build instead of compiling as another width under
+// its own tables). xsimd traps avoided (8.1.0, verified against its source): plain `avx2` makes
+// xsimd::fma a separate multiply and add, hence fma3<avx2>; its AVX-512 fma is not fused either,
+// hence fmadd below.
+#if defined(ATTN_ISA_IS_AVX512)
 using Arch = xsimd::avx512bw;
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif defined(ATTN_ISA_IS_AVX2)
 using Arch = xsimd::fma3<xsimd::avx2>;
-#elif defined(__aarch64__)
+#elif defined(ATTN_ISA_IS_NEON)
 using Arch = xsimd::neon64;
-#elif defined(__SSE2__)
+#elif defined(ATTN_ISA_IS_SSE2)
 using Arch = xsimd::sse2;
 #else
-#error "no SIMD architecture for this translation unit"
+#error "simd/simd.hpp names no xsimd architecture for this ISA (README: Adding a kernel)"
 #endif
 
 template <class A>

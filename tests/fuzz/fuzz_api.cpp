@@ -389,7 +389,16 @@ void fuzz_context(FuzzedDataProvider& fdp, attn::Context& ctx) {
              "set_num_threads(%d) accepted", n);
   FUZZ_CHECK(ctx.num_threads() == before, "a refused set_num_threads changed the count");
   const attn::Isa isa_before = ctx.isa();
-  const auto isa = static_cast<attn::Isa>(fdp.ConsumeIntegralInRange<int>(0, 4));
+  // Every Isa, or (the last pick) a value that is no enumerator.
+  constexpr std::size_t kIsas = std::size(attn::kAllIsas);
+  const std::size_t pick = fdp.ConsumeIntegralInRange<std::size_t>(0, kIsas);
+  if (pick == kIsas) {
+    const auto bad = static_cast<attn::Isa>(fdp.ConsumeIntegralInRange<int>(int{kIsas}, INT_MAX));
+    FUZZ_CHECK(ctx.set_isa(bad).code() == StatusCode::invalid_argument && ctx.isa() == isa_before,
+               "set_isa(%d), not an Isa, was not refused", static_cast<int>(bad));
+    return;
+  }
+  const attn::Isa isa = attn::kAllIsas[pick];
   const Status s = ctx.set_isa(isa);
   if (attn::isa_supported(isa)) {
     FUZZ_CHECK(s.ok() && ctx.isa() == isa, "set_isa(%s) failed", attn::isa_name(isa));
