@@ -13,6 +13,11 @@ if(ATTN_SANITIZE)
   if(NOT CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     message(FATAL_ERROR "ATTN_SANITIZE needs g++ or clang++")
   endif()
+  if("thread" IN_LIST ATTN_SANITIZE AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(WARNING "ATTN_SANITIZE=thread with ${CMAKE_CXX_COMPILER_ID}: its OpenMP runtime is "
+                    "not known to ThreadSanitizer, which then reports races inside every parallel "
+                    "region; use clang++ with libomp and its Archer tool (the tsan preset)")
+  endif()
   list(JOIN ATTN_SANITIZE "," _attn_sanitizers)
   add_compile_options(-fsanitize=${_attn_sanitizers} -fno-sanitize-recover=all
                       -fno-omit-frame-pointer)

@@ -88,11 +88,14 @@ TEST_CASE("ISA names parse back and scalar is always supported", "[isa]") {
 #endif
 }
 
-TEST_CASE("each supported ISA has its own kernel table, and x86 detection agrees with GCC's",
-          "[isa]") {
+TEST_CASE(
+    "each supported ISA has its own kernel table, and x86 detection agrees with the "
+    "compiler's",
+    "[isa]") {
   // A table copied from another ISA's file keeps that ISA's Kernels::isa; an ISA whose objects
   // CMake did not build (not in ATTN_ISAS) has no table and is silently unsupported, which only
-  // an independent look at the CPU (__builtin_cpu_supports, libgcc's cpuid and XGETBV) catches.
+  // an independent look at the CPU catches: __builtin_cpu_supports (libgcc's or compiler-rt's
+  // CPUID and XGETBV).
   for (Isa isa : attn::kAllIsas) {
     INFO(attn::isa_name(isa));
     if (!attn::isa_supported(isa)) continue;
@@ -589,7 +592,8 @@ TEST_CASE("View helpers lay out BHSD and BSHD memory", "[views]") {
   CHECK(slice.shape == std::array<std::size_t, 4>{2, 3, 2, 5});
   CHECK(slice.strides == bshd.strides);
   CHECK(&slice(1, 2, 1, 4) == &bshd(1, 2, 2, 4));
-  CHECK(attn::seq_slice(bshd, 4, 0).data == bshd.data + 4 * bshd.strides[2]);
+  CHECK(attn::seq_slice(bshd, 4, 0).data == bshd.data);  // empty: data as it was
+  CHECK(attn::seq_slice(bshd, 2, 0).shape[2] == 0);
   attn::TensorView<float> back = bhsd;
   back.data += 3 * back.strides[2];
   back.strides[2] = -back.strides[2];  // positions 3, 2, 1, 0
@@ -600,6 +604,17 @@ TEST_CASE("View helpers lay out BHSD and BSHD memory", "[views]") {
   CHECK(attn::seq_slice(bhsd, 2, SIZE_MAX).data == nullptr);
   CHECK(attn::seq_slice(bhsd, SIZE_MAX, 2).data == nullptr);
   CHECK(attn::seq_slice(bhsd, 2, SIZE_MAX).shape[2] == SIZE_MAX);
+  // An offset beyond ptrdiff_t (a stride that view_stride saturated): null, no overflow.
+  attn::TensorView<float> huge = bhsd;
+  huge.strides[2] = PTRDIFF_MAX / 2 + 1;
+  CHECK(attn::seq_slice(huge, 2, 1).data == nullptr);
+  huge.strides[2] = -huge.strides[2];
+  CHECK(attn::seq_slice(huge, 2, 1).data == nullptr);
+  // A view without data (an absent mask or weights) stays without.
+  attn::TensorView<float> absent{};
+  absent.shape = {2, 3, 4, 5};
+  CHECK(attn::seq_slice(absent, 1, 2).data == nullptr);
+  CHECK(attn::seq_slice(absent, 1, 2).shape[2] == 2);
 }
 
 // Where CI knows the CPU (a qemu model: ATTN_TEST_EXPECT_ISAS="scalar,sse2" for -cpu Nehalem),

@@ -85,14 +85,23 @@ TensorView<T> make_bshd(T* data, std::size_t batch, std::size_t seq, std::size_t
 // Positions [first, first + count) of a view's sequence dimension (shape[2]), with its strides:
 // the filled part of a KV cache allocated for more positions than it holds, viewed at its
 // capacity (`seq_slice(make_bhsd(k_cache, B, Hkv, capacity, D), 0, len)`; a view made with
-// seq = len would place batch entries and heads len positions apart, not capacity), or a chunk
-// of queries. A range beyond shape[2] gives a view with null data, which every call refuses.
+// seq = len would place batch entries, and make_bhsd's heads, len positions apart, not
+// capacity), or a chunk of queries. Slice views whose shape[2] counts positions, not a dimension
+// of size 1 that broadcasts (a mask's). A view with null data stays null (an absent mask or
+// weights stays absent); an empty result (count == 0) keeps the view's data. A range beyond
+// shape[2] (or an offset beyond ptrdiff_t) gives null data: q, k, v and out with positions are
+// then refused ("k.data is null"), but for a mask or the weights null means "not given", so
+// check the range before slicing those.
 template <class T>
 TensorView<T> seq_slice(TensorView<T> v, std::size_t first, std::size_t count) {
-  if (first > v.shape[2] || count > v.shape[2] - first) {
+  const std::ptrdiff_t stride = v.strides[2];
+  const std::size_t step =
+      stride < 0 ? 0 - static_cast<std::size_t>(stride) : static_cast<std::size_t>(stride);
+  if (first > v.shape[2] || count > v.shape[2] - first ||
+      (step != 0 && first > static_cast<std::size_t>(PTRDIFF_MAX) / step)) {
     v.data = nullptr;
-  } else if (first > 0) {
-    v.data += static_cast<std::ptrdiff_t>(first) * v.strides[2];
+  } else if (v.data != nullptr && count > 0) {
+    v.data += static_cast<std::ptrdiff_t>(first) * stride;
   }
   v.shape[2] = count;
   return v;

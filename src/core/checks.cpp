@@ -173,13 +173,11 @@ Status check_disjoint(const char* fn, const char* out_arg, const Extent& out, co
   if (!overlaps(out, in)) return Status::Ok();
   const std::uintptr_t first = std::max(out.begin, in.begin), last = std::min(out.end, in.end);
   return Status::Error(StatusCode::invalid_argument,
-                       "%s: %s overlaps %s: %zu bytes in common, from byte %zu of the first and "
-                       "%zu of the second ([%#zx, %#zx) and [%#zx, %#zx))",
-                       fn, out_arg, in_arg, static_cast<std::size_t>(last - first),
-                       static_cast<std::size_t>(first - out.begin),
-                       static_cast<std::size_t>(first - in.begin),
-                       static_cast<std::size_t>(out.begin), static_cast<std::size_t>(out.end),
-                       static_cast<std::size_t>(in.begin), static_cast<std::size_t>(in.end));
+                       "%s: %s overlaps %s: their address ranges [%#zx, %#zx) and [%#zx, %#zx) "
+                       "share %zu bytes",
+                       fn, out_arg, in_arg, static_cast<std::size_t>(out.begin),
+                       static_cast<std::size_t>(out.end), static_cast<std::size_t>(in.begin),
+                       static_cast<std::size_t>(in.end), static_cast<std::size_t>(last - first));
 }
 
 }  // namespace attn::detail

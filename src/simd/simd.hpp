@@ -8,10 +8,10 @@
 #error "simd/simd.hpp is for per-ISA translation units (*_<isa>.cpp) only"
 #endif
 
-// The architecture below follows the compiler's macros, and each ISA's tables (lanes, tiles) fit
-// one: objects compiled with more than their ISA's flags (a project's -march=native, which
-// cmake/AttnIsa.cmake caps with -mno-avx and -mno-avx512f) would run a wider vector under
-// narrower tables. ATTN_ISA_IS_<ISA> comes with ATTN_ISA_NS (src/CMakeLists.txt).
+// The architecture below follows the ISA (ATTN_ISA_IS_<ISA>, which comes with ATTN_ISA_NS:
+// src/CMakeLists.txt), but the intrinsics branches here and in the kernels follow the compiler's
+// macros: objects compiled with more than their ISA's flags (a project's -march=native, which
+// cmake/AttnIsa.cmake caps with -mno-avx and -mno-avx512f) would take another ISA's branches.
 #if defined(ATTN_ISA_IS_SSE2) && defined(__AVX__)
 #error "sse2 objects compiled with AVX: a flag after cmake/AttnIsa.cmake's -mno-avx?"
 #endif

@@ -393,7 +393,9 @@ void fuzz_context(FuzzedDataProvider& fdp, attn::Context& ctx) {
   constexpr std::size_t kIsas = std::size(attn::kAllIsas);
   const std::size_t pick = fdp.ConsumeIntegralInRange<std::size_t>(0, kIsas);
   if (pick == kIsas) {
-    const auto bad = static_cast<attn::Isa>(fdp.ConsumeIntegralInRange<int>(int{kIsas}, INT_MAX));
+    int value = fdp.ConsumeIntegral<int>();
+    if (value >= 0 && value < int{kIsas}) value = -1 - value;  // negative values too
+    const auto bad = static_cast<attn::Isa>(value);
     FUZZ_CHECK(ctx.set_isa(bad).code() == StatusCode::invalid_argument && ctx.isa() == isa_before,
                "set_isa(%d), not an Isa, was not refused", static_cast<int>(bad));
     return;
