@@ -100,6 +100,32 @@ TEST_CASE("attention matches the reference on tile-sized and long shapes", "[att
   }
 }
 
+TEST_CASE("attention: a row block's keys within one vector of its K^T panel", "[attention][mask]") {
+  // The scores tile then computes that vector alone (attention_scores_q_in_place_narrow: Q read
+  // in place, so one head per pass and every key in one tile). 61 rows and keys fit every ISA's
+  // key tile (64 to 128) and fill more than half its query tile; panels of 8 to 32 keys hold
+  // vectors of 4 to 16. Causal top-left ends blocks' keys in a diagonal panel's first vector;
+  // windows whose left side runs from 0 to 40 keys start them in every later one. Dk = 19: the
+  // k loop's tail.
+  unsigned n = 0;
+  for (std::size_t left = 0; left <= 40; ++left) {
+    for (int kind = 0; kind < 2; ++kind) {
+      AttentionCase c;
+      c.Hq = 2;
+      c.Lq = c.Lk = 61;
+      c.Dk = 19;
+      c.Dv = 24;
+      c.causal = kind == 0;
+      c.window = true;
+      c.window_left = left;
+      c.window_right = kind == 0 ? 0 : left % 7;
+      c.weights = n % 4 == 0;
+      c.seed = 400 + n++;
+      attn_test::check_attention_case_everywhere(c, {1, 3});
+    }
+  }
+}
+
 TEST_CASE("attention splits long key ranges of few rows (decoding) exactly", "[attention][split]") {
   // Few query tiles and >= 2048 keys: the keys are split into chunks whose partial results are
   // merged; masks and non-finite values must behave as in the unsplit path.

@@ -387,9 +387,22 @@ class Task {
         std::size_t lo, hi;
         block_keys(cut, ib, std::min(mr, n - ib), k0, cols, &lo, &hi);
         for (std::size_t jp = lo / nr; jp < div_up(hi, nr); ++jp) {
-          kern_.attention_scores_q_in_place(dk, qh + ib * ldq, ldq, k_tile + jp * nr * dk, nr,
-                                            w_.s + ib * p_.bk + jp * nr, p_.bk, d_.scale, 0.0f,
-                                            std::min(mr, n - ib), nr, nullptr);
+          // A panel whose keys for this block lie within one vector (the diagonal's under a
+          // causal mask, or a short tile's last): that vector alone. The rest are keys apply_mask
+          // overwrites or past the tile's.
+          std::size_t j0 = jp * nr, width = nr;
+          const std::size_t vl = kern_.gemm_direct_narrow_nr;
+          if (kern_.attention_scores_q_in_place_narrow != nullptr && vl < nr) {
+            const std::size_t first = std::max(lo, j0) - j0, last = std::min(hi, j0 + nr) - j0;
+            if (first / vl == (last - 1) / vl) {
+              j0 += first / vl * vl;
+              width = vl;
+            }
+          }
+          const GemmDirectKernel tile = width < nr ? kern_.attention_scores_q_in_place_narrow
+                                                   : kern_.attention_scores_q_in_place;
+          tile(dk, qh + ib * ldq, ldq, k_tile + jp * nr * dk + (j0 - jp * nr), nr,
+               w_.s + ib * p_.bk + j0, p_.bk, d_.scale, 0.0f, std::min(mr, n - ib), width, nullptr);
         }
       }
       return;

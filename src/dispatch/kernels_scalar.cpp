@@ -59,6 +59,7 @@ const Kernels kScalarKernels = {
     &scalar::gemm_kernel_4x4,
     &scalar::gemm_pack_a_4,
     &scalar::gemm_direct_4x4,
+    nullptr,
     AttentionTiling{32, 64},
     &scalar::pv_kernel_4x4_bk64,
     &scalar::online_softmax,
