@@ -101,27 +101,34 @@ TEST_CASE("attention matches the reference on tile-sized and long shapes", "[att
 }
 
 TEST_CASE("attention: a row block's keys within one vector of its K^T panel", "[attention][mask]") {
-  // The scores tile then computes that vector alone (attention_scores_q_in_place_narrow: Q read
-  // in place, so one head per pass and every key in one tile). 61 rows and keys fit every ISA's
-  // key tile (64 to 128) and fill more than half its query tile; panels of 8 to 32 keys hold
-  // vectors of 4 to 16. Causal top-left ends blocks' keys in a diagonal panel's first vector;
-  // windows whose left side runs from 0 to 40 keys start them in every later one. Dk = 19: the
-  // k loop's tail.
+  // The scores tile then computes that vector alone (attention_scores_narrow, and its form that
+  // reads Q in place). 61 query rows against 61 keys read Q in place on every ISA (more than half
+  // a query tile of 32 to 56 rows: one head per pass; every key in one tile of 64 to 128); 4
+  // heads of 13 rows (several heads per pass) and 150 rows (several key tiles) take packed Q
+  // panels. Panels of 8 to 32 keys hold vectors of 4 to 16. Causal top-left ends blocks' keys in
+  // a diagonal panel's first vector; windows whose left side runs from 0 to 40 keys start them in
+  // every later one. Dk = 19: the k loop's tail.
+  struct Shape {
+    std::size_t hq, lq, lk;
+  };
   unsigned n = 0;
-  for (std::size_t left = 0; left <= 40; ++left) {
-    for (int kind = 0; kind < 2; ++kind) {
-      AttentionCase c;
-      c.Hq = 2;
-      c.Lq = c.Lk = 61;
-      c.Dk = 19;
-      c.Dv = 24;
-      c.causal = kind == 0;
-      c.window = true;
-      c.window_left = left;
-      c.window_right = kind == 0 ? 0 : left % 7;
-      c.weights = n % 4 == 0;
-      c.seed = 400 + n++;
-      attn_test::check_attention_case_everywhere(c, {1, 3});
+  for (const Shape& s : {Shape{2, 61, 61}, Shape{4, 13, 61}, Shape{1, 150, 150}}) {
+    for (std::size_t left = 0; left <= 40; ++left) {
+      for (int kind = 0; kind < 2; ++kind) {
+        AttentionCase c;
+        c.Hq = s.hq;
+        c.Lq = s.lq;
+        c.Lk = s.lk;
+        c.Dk = 19;
+        c.Dv = 24;
+        c.causal = kind == 0;
+        c.window = true;
+        c.window_left = left;
+        c.window_right = kind == 0 ? 0 : left % 7;
+        c.weights = n % 4 == 0;
+        c.seed = 400 + n++;
+        attn_test::check_attention_case_everywhere(c, {1, 3});
+      }
     }
   }
 }

@@ -380,41 +380,42 @@ class Task {
       return;
     }
     const float* k_tile = pack_.k + k0 * dk;  // k0 is a multiple of NR
-    if (q_in_place()) {
-      const std::size_t ldq = static_cast<std::size_t>(call_.q.strides[2]);
-      const float* qh = row_ptr(call_.q, ti_.b, h0_ + slot_head(pass, 0), q0_);
-      for (std::size_t ib = 0; ib < n; ib += mr) {
-        std::size_t lo, hi;
-        block_keys(cut, ib, std::min(mr, n - ib), k0, cols, &lo, &hi);
-        for (std::size_t jp = lo / nr; jp < div_up(hi, nr); ++jp) {
-          // A panel whose keys for this block lie within one vector (the diagonal's under a
-          // causal mask, or a short tile's last): that vector alone. The rest are keys apply_mask
-          // overwrites or past the tile's.
-          std::size_t j0 = jp * nr, width = nr;
-          const std::size_t vl = kern_.gemm_direct_narrow_nr;
-          if (kern_.attention_scores_q_in_place_narrow != nullptr && vl < nr) {
-            const std::size_t first = std::max(lo, j0) - j0, last = std::min(hi, j0 + nr) - j0;
-            if (first / vl == (last - 1) / vl) {
-              j0 += first / vl * vl;
-              width = vl;
-            }
-          }
-          const GemmDirectKernel tile = width < nr ? kern_.attention_scores_q_in_place_narrow
-                                                   : kern_.attention_scores_q_in_place;
-          tile(dk, qh + ib * ldq, ldq, k_tile + jp * nr * dk + (j0 - jp * nr), nr,
-               w_.s + ib * p_.bk + j0, p_.bk, d_.scale, 0.0f, std::min(mr, n - ib), width, nullptr);
+    const bool in_place = q_in_place();
+    const std::size_t ldq = in_place ? static_cast<std::size_t>(call_.q.strides[2]) : 0;
+    const float* qh = in_place ? row_ptr(call_.q, ti_.b, h0_ + slot_head(pass, 0), q0_) : nullptr;
+    for (std::size_t ib = 0; ib < n; ib += mr) {
+      const std::size_t m = std::min(mr, n - ib);
+      std::size_t lo, hi;
+      block_keys(cut, ib, m, k0, cols, &lo, &hi);
+      for (std::size_t jp = lo / nr; jp < div_up(hi, nr); ++jp) {
+        std::size_t j0 = jp * nr;
+        const std::size_t width = panel_columns(lo, hi, &j0);
+        const float* kt = k_tile + jp * nr * dk + (j0 - jp * nr);
+        float* s = w_.s + ib * p_.bk + j0;
+        if (in_place) {
+          (width < nr ? kern_.attention_scores_q_in_place_narrow
+                      : kern_.attention_scores_q_in_place)(dk, qh + ib * ldq, ldq, kt, nr, s, p_.bk,
+                                                           d_.scale, 0.0f, m, width, nullptr);
+        } else {
+          (width < nr ? kern_.attention_scores_narrow : kern_.attention_scores)(
+              dk, q + ib * dk, kt, s, p_.bk, d_.scale, 0.0f, m, width, nullptr, {});
         }
       }
-      return;
     }
-    for (std::size_t ib = 0; ib < n; ib += mr) {
-      std::size_t lo, hi;
-      block_keys(cut, ib, std::min(mr, n - ib), k0, cols, &lo, &hi);
-      for (std::size_t jp = lo / nr; jp < div_up(hi, nr); ++jp) {
-        kern_.attention_scores(dk, q + ib * dk, k_tile + jp * nr * dk, w_.s + ib * p_.bk + jp * nr,
-                               p_.bk, d_.scale, 0.0f, std::min(mr, n - ib), nr, nullptr, {});
-      }
-    }
+  }
+
+  // The columns of the K^T panel at *j0 (NR keys) that a row block attending keys [lo, hi) of the
+  // tile computes: all NR, or, where those keys lie within one vector of the panel and the ISA
+  // has the one-vector tiles (attention_scores_narrow), that vector alone, *j0 moved to it: the
+  // diagonal's panel under a causal mask, a short tile's last. The rest are keys that apply_mask
+  // overwrites or past the tile's.
+  std::size_t panel_columns(std::size_t lo, std::size_t hi, std::size_t* j0) const {
+    const std::size_t nr = p_.nr, vl = kern_.gemm_direct_narrow_nr;
+    if (kern_.attention_scores_narrow == nullptr || vl >= nr) return nr;
+    const std::size_t first = std::max(lo, *j0) - *j0, last = std::min(hi, *j0 + nr) - *j0;
+    if (first / vl != (last - 1) / vl) return nr;
+    *j0 += first / vl * vl;
+    return vl;
   }
 
   // Bias, then -inf for blocked keys. `cut`: some row's structural range cuts the tile.

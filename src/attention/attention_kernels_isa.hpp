@@ -27,6 +27,9 @@
   void scores_q_in_place_narrow(std::size_t k, const float* a, std::size_t lda, const float* b,    \
                                 std::size_t ldb, float* c, std::size_t ldc, float alpha,           \
                                 float beta, std::size_t m, std::size_t n, const float* bias);      \
+  void scores_narrow(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,     \
+                     float alpha, float beta, std::size_t m, std::size_t n, const float* bias,     \
+                     const L2Prefetch& next);                                                      \
   }
 
 namespace attn::detail {

@@ -261,16 +261,20 @@ struct Kernels {
   // The same tile reading Q rows in place (a GemmDirectKernel, B = K^T panels with ldb = NR).
   GemmDirectKernel attention_scores_q_in_place;
   // The same tile one vector wide (gemm_direct_narrow_nr columns of a K^T panel, ldb = NR still),
-  // for a row block whose keys in the panel lie within one of its vectors: under a causal mask the
-  // diagonal's panel of half the blocks at 128 tokens (AVX-512: 14-row blocks, 32-key panels of
-  // 2 vectors; the scores computed 1.33 times the causal pairs, 1.20 with it). bench/ab-lib
-  // against the whole panel (AB_LIB_OFFSET=16, 11-15 pairs, bit-identical), attention_causal on
-  // AMD Zen 4: 1x12x128x64 0.960x and 0.963x the time, 1x12x64x64 0.958x, 1x16x128x128 0.950x;
-  // ATTN_ISA=avx2 (6 x 16, vectors of 8) 0.990x, sse2 (4 x 8) 0.998x. The packed-Q scores tile
-  // (attention_scores: more keys than one tile, or several heads per pass) has no such form; one
-  // would cut the scores' products by 5.3% at 256 tokens and 2.8% at 512 (counted, not
-  // measured). nullptr on the scalar table.
+  // for a row block whose keys in the panel lie within one of its vectors (Task::panel_columns in
+  // attention/attention_fused.cpp): under a causal mask the diagonal's panel of half the blocks
+  // (AVX-512: 14-row blocks, 32-key panels of 2 vectors; at 128 tokens the scores computed 1.33
+  // times the causal pairs, 1.20 with it; at 256 1.16 and 1.10). bench/ab-lib against whole
+  // panels (AB_LIB_OFFSET=16, 11-15 pairs, bit-identical), attention_causal on AMD Zen 4, Q in
+  // place: 1x12x128x64 0.960x and 0.963x the time, 1x12x64x64 0.958x, 1x16x128x128 0.950x;
+  // ATTN_ISA=avx2 (6 x 16, vectors of 8) 0.990x, sse2 (4 x 8) 0.998x. nullptr on the scalar table
+  // (panels of one vector), as is attention_scores_narrow.
   GemmDirectKernel attention_scores_q_in_place_narrow;
+  // attention_scores one vector wide, on the same packed Q and K^T panels. The same rule, measured
+  // the same way: 1x12x256x64 0.985x and 0.967x, 1x16x256x128 0.983x, 1x12x512x64 0.989x,
+  // 1x8x1024x64 0.986x; avx2 and sse2 at 256 tokens 0.999x and 1.001x; bidirectional level
+  // (1x12x512x64 1.006x, 1x12x128x64 0.996x).
+  GemmUkernel attention_scores_narrow;
   AttentionTiling attention_tiling;
   PvUkernel attention_pv;
   SoftmaxTileKernel attention_softmax;

@@ -60,6 +60,7 @@ const Kernels kScalarKernels = {
     &scalar::gemm_pack_a_4,
     &scalar::gemm_direct_4x4,
     nullptr,
+    nullptr,
     AttentionTiling{32, 64},
     &scalar::pv_kernel_4x4_bk64,
     &scalar::online_softmax,

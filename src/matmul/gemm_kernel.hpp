@@ -227,8 +227,9 @@ inline void store_loop_sums(const float* sums, float* c, std::size_t ldc, float 
 // follow the L2Prefetch hint; a tile whose C is in L1 and that gets no hints (the fused
 // attention's score tile) skips both: AVX-512 attention 1x12x512x64 0.988x the time without the
 // C prefetch (bench/ab, 5 rounds, 0.976-0.989; 128 to 2048 tokens, bidirectional and causal,
-// 0.988-0.998x).
-template <int MR, int NV, int AS = MR, int C = 1, bool PF = true>
+// 0.988-0.998x). BS: B's packed rows are BS >= NV vectors apart (the first NV vectors of wider
+// panels: the fused attention's one-vector scores tile).
+template <int MR, int NV, int AS = MR, int C = 1, bool PF = true, int BS = NV>
 struct gemm_kernel {
   template <class A>
   void operator()(A, std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
@@ -236,16 +237,18 @@ struct gemm_kernel {
                   const L2Prefetch& next) const;
 };
 
-template <int MR, int NV, int AS, int C, bool PF>
+template <int MR, int NV, int AS, int C, bool PF, int BS>
 template <class A>
-void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a, const float* b,
-                                                float* c, std::size_t ldc, float alpha, float beta,
-                                                std::size_t m, std::size_t n, const float* bias,
-                                                const L2Prefetch& next) const {
+void gemm_kernel<MR, NV, AS, C, PF, BS>::operator()(A, std::size_t k, const float* a,
+                                                    const float* b, float* c, std::size_t ldc,
+                                                    float alpha, float beta, std::size_t m,
+                                                    std::size_t n, const float* bias,
+                                                    const L2Prefetch& next) const {
   static_assert(MR <= AS, "a tile cannot have more rows than its packed panel");
+  static_assert(NV <= BS, "a tile cannot have more vectors than B's packed rows");
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
-  constexpr std::size_t NR = NV * L;
+  [[maybe_unused]] constexpr std::size_t NR = NV * L;
   if constexpr (PF) prefetch_tile<A, MR, NV>(c, ldc, m);
   V acc[MR][NV];
   const auto step = [&]() {
@@ -255,7 +258,7 @@ void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a
       bv[j] = V::load_unaligned(b + j * L);
     rank1_update_packed<A, MR, NV, C>(acc, bv, a);
     a += AS * C;
-    b += NR;
+    b += BS * L;
   };
   constexpr std::size_t kTail = kCTailSteps;
   const std::size_t tail = k < kTail ? k : kTail;
@@ -263,7 +266,7 @@ void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a
   const std::size_t groups = (k - tail) / L2Prefetch::kSteps;  // 0 for k < kTail + kSteps
   std::size_t left = PF && groups != 0 ? next.lines : 0;
 #if defined(ATTN_GEMM_LOOP_6X64)
-  if constexpr (MR == 6 && NV == 4 && AS == 6 && C == 1 && PF) {
+  if constexpr (MR == 6 && NV == 4 && AS == 6 && C == 1 && PF && BS == NV) {
     // The same steps in assembly (gemm_loop_6x64_avx512.hpp): lines beyond one per group first,
     // then one per group; with no hint, each group repeats the first line of this sliver.
     const char* line = reinterpret_cast<const char*>(left != 0 ? next.p : b);
@@ -305,7 +308,7 @@ void gemm_kernel<MR, NV, AS, C, PF>::operator()(A, std::size_t k, const float* a
 // GemmUkernel for an MR-row panel: tiles of SMALL and MID rows (SMALL <= MID <= MR) serve edge
 // tiles of at most that many rows, so a tile of 1-4 rows (a decoding step's queries, the last rows
 // of a matrix) costs its own FMAs, not MR rows' worth. Each row's result is the same either way.
-template <int MR, int NV, int SMALL, int MID, int C = 1, bool PF = true>
+template <int MR, int NV, int SMALL, int MID, int C = 1, bool PF = true, int BS = NV>
 struct gemm_kernel_by_rows {
   template <class A>
   void operator()(A arch, std::size_t k, const float* a, const float* b, float* c, std::size_t ldc,
@@ -314,17 +317,18 @@ struct gemm_kernel_by_rows {
     static_assert(SMALL <= MID && MID <= MR, "row tiles must grow");
     if constexpr (SMALL < MR) {
       if (m <= SMALL) {
-        gemm_kernel<SMALL, NV, MR, C, PF>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias, next);
+        gemm_kernel<SMALL, NV, MR, C, PF, BS>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias,
+                                                next);
         return;
       }
     }
     if constexpr (SMALL < MID && MID < MR) {
       if (m <= MID) {
-        gemm_kernel<MID, NV, MR, C, PF>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias, next);
+        gemm_kernel<MID, NV, MR, C, PF, BS>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias, next);
         return;
       }
     }
-    gemm_kernel<MR, NV, MR, C, PF>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias, next);
+    gemm_kernel<MR, NV, MR, C, PF, BS>{}(arch, k, a, b, c, ldc, alpha, beta, m, n, bias, next);
   }
 };
 
