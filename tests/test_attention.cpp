@@ -102,12 +102,13 @@ TEST_CASE("attention matches the reference on tile-sized and long shapes", "[att
 
 TEST_CASE("attention: a row block's keys within one vector of its K^T panel", "[attention][mask]") {
   // The scores tile then computes that vector alone (attention_scores_narrow, and its form that
-  // reads Q in place). 61 query rows against 61 keys read Q in place on every ISA (more than half
-  // a query tile of 32 to 56 rows: one head per pass; every key in one tile of 64 to 128); 4
-  // heads of 13 rows (several heads per pass) and 150 rows (several key tiles) take packed Q
-  // panels. Panels of 8 to 32 keys hold vectors of 4 to 16. Causal top-left ends blocks' keys in
-  // a diagonal panel's first vector; windows whose left side runs from 0 to 40 keys (even) start
-  // them in every later one. Dk = 19: the k loop's tail.
+  // reads Q in place). 61 query rows against 61 keys, every key in one tile of 64 to 128: the
+  // first query tile (32 to 56 rows, more than half a tile: one head per pass) reads Q in place,
+  // the second (5 to 29 rows: both heads in one pass) packs it; 4 heads of 13 rows (several heads
+  // per pass) and 150 rows (several key tiles) take packed Q panels. Panels of 8 to 32 keys hold
+  // vectors of 4 to 16. Causal top-left ends blocks' keys in a diagonal panel's first vector;
+  // windows whose left side runs from 0 to 40 keys (even) start them in every later one. Dk = 19:
+  // the k loop's tail.
   struct Shape {
     std::size_t hq, lq, lk;
   };

@@ -266,9 +266,9 @@ struct Kernels {
   // (AVX-512: 14-row blocks, 32-key panels of 2 vectors; at 128 tokens the scores computed 1.33
   // times the causal pairs, 1.20 with it; at 256 1.16 and 1.10). bench/ab-lib against whole
   // panels (AB_LIB_OFFSET=16, 11-15 pairs, bit-identical), attention_causal on AMD Zen 4, Q in
-  // place: 1x12x128x64 0.960x and 0.963x the time, 1x12x64x64 0.958x, 1x16x128x128 0.950x;
-  // ATTN_ISA=avx2 (6 x 16, vectors of 8) 0.990x, sse2 (4 x 8) 0.998x. nullptr on the scalar table
-  // (panels of one vector), as is attention_scores_narrow.
+  // place (but in the last query tile): 1x12x128x64 0.960x and 0.963x the time, 1x12x64x64 0.958x,
+  // 1x16x128x128 0.950x; ATTN_ISA=avx2 (6 x 16, vectors of 8) 0.990x, sse2 (4 x 8) 0.998x. nullptr
+  // on the scalar table (panels of one vector), as is attention_scores_narrow.
   GemmDirectKernel attention_scores_q_in_place_narrow;
   // attention_scores one vector wide, on the same packed Q and K^T panels. The same rule, measured
   // the same way: 1x12x256x64 0.985x and 0.967x, 1x16x256x128 0.983x, 1x12x512x64 0.989x,
