@@ -1,7 +1,8 @@
-// The fused attention's online-softmax step (Kernels::attention_softmax), called directly on
-// every ISA: its exponentials e^(s - m) against float64 exp, to the bound documented beside
-// expf_impl::ShiftedExp (src/vmath/vmath_kernels.hpp), which the attention tests' tolerance is
-// too loose to check at that level (it allows errors of order (Dk + Lk) u).
+// The fused attention's tile kernels called directly on every ISA (all_finite and attention_pv
+// at the end). The online-softmax step (Kernels::attention_softmax): its exponentials e^(s - m)
+// against float64 exp, to the bound documented beside expf_impl::ShiftedExp
+// (src/vmath/vmath_kernels.hpp), which the attention tests' tolerance is too loose to check at that
+// level (it allows errors of order (Dk + Lk) u).
 //
 // Bound per exponential, u = 2^-24, x = s - m (the row maximum): relative error
 // <= u (2.5 |x| + 1.4); results whose exact value is below 2^-126 may be flushed to 0.
@@ -11,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -141,5 +143,67 @@ TEST_CASE("all_finite: finds every non-finite element, reads nothing past the ro
     const float nan = attn_test::nan_f();
     CHECK(kern->all_finite(&nan, 1, 0, 1));
     CHECK(kern->all_finite(&nan, 1, 1, 0));
+  }
+}
+
+// Kernels::attention_pv: C[i, :] = sum_p P[i, p] V[p, 0:NR] + row_scale[i] C[i, :] for the first
+// m rows (P's row stride the table's bk), and with row_scale == nullptr C = P V without reading C
+// (a task's first key tile): C starts as NaN there, and rows past m stay as they were. Bound: a
+// float sum of k products against the float64 one, gamma k u sum |P V| (gamma = 2), plus the
+// scaled C's rounding.
+TEST_CASE("attention_pv: P V plus the scaled tile, or P V alone without reading C",
+          "[attention][pv]") {
+  for (attn::Isa isa : attn_test::test_isas()) {
+    INFO("isa " << attn::isa_name(isa));
+    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+    REQUIRE(kern != nullptr);
+    const std::size_t mr = kern->attention_mr, nr = kern->attention_nr;
+    const std::size_t bk = kern->attention_tiling.bk, ldb = nr + 5, ldc = nr + 3;
+    std::mt19937 rng(20261205u);
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    for (std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{7}, bk}) {
+      for (std::size_t m = 1; m <= mr; ++m) {
+        for (bool scaled : {false, true}) {
+          INFO("k " << k << " m " << m << " scaled " << scaled);
+          std::vector<float> p(mr * bk), v(std::max<std::size_t>(k, 1) * ldb), scale(mr);
+          std::vector<float> c(mr * ldc, attn_test::nan_f());
+          for (float& x : p)
+            x = value(rng);
+          for (float& x : v)
+            x = value(rng);
+          for (float& x : scale)
+            x = value(rng);
+          if (scaled) {
+            for (float& x : c)
+              x = value(rng);
+          }
+          const std::vector<float> before = c;
+          kern->attention_pv(k, p.data(), v.data(), ldb, c.data(), ldc,
+                             scaled ? scale.data() : nullptr, m);
+          for (std::size_t i = 0; i < mr; ++i) {
+            for (std::size_t j = 0; j < ldc; ++j) {
+              const float got = c[i * ldc + j];
+              if (i >= m || j >= nr) {  // not written
+                CHECK(std::memcmp(&got, &before[i * ldc + j], sizeof got) == 0);
+                continue;
+              }
+              double sum = 0.0, mag = 0.0;
+              for (std::size_t q = 0; q < k; ++q) {
+                const double t = double(p[i * bk + q]) * double(v[q * ldb + j]);
+                sum += t;
+                mag += std::fabs(t);
+              }
+              double bound = 2.0 * double(k) * kU * mag;
+              if (scaled) {
+                const double sc = double(scale[i]) * double(before[i * ldc + j]);
+                sum += sc;
+                bound += 2.0 * kU * (std::fabs(sc) + std::fabs(sum));
+              }
+              CHECK(std::fabs(double(got) - sum) <= bound);
+            }
+          }
+        }
+      }
+    }
   }
 }

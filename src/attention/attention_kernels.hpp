@@ -117,6 +117,16 @@ void pv_kernel<MR, NV, LDA>::operator()(A, std::size_t k, const float* p, const 
       bv[j] = V::load_unaligned(b + j * L);
     rank1_update<A, MR, NV>(acc, bv, [p](int i) { return p[i * LDA]; });
   }
+  if (row_scale == nullptr) {  // C = P B: C is not read
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      if (static_cast<std::size_t>(i) >= m) break;
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        acc[i][j].store_unaligned(c + static_cast<std::size_t>(i) * ldc + j * L);
+    }
+    return;
+  }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
     if (static_cast<std::size_t>(i) >= m) break;

@@ -23,7 +23,7 @@ void pv_kernel_4x4_bk64(std::size_t k, const float* p, const float* b, std::size
   for (std::size_t i = 0; i < m && i < 4; ++i) {
     float* row = c + i * ldc;
     for (int j = 0; j < 4; ++j)
-      row[j] = acc[i][j] + row_scale[i] * row[j];
+      row[j] = row_scale != nullptr ? acc[i][j] + row_scale[i] * row[j] : acc[i][j];
   }
 }
 

@@ -83,7 +83,8 @@ struct AttentionTiling {
 // stride AttentionTiling::bk (a compile-time constant of the kernel) and row p of B starts at
 // b + p * ldb (V itself when its rows hold whole NR-wide panels, else a packed copy). Only the
 // first m <= MR rows of C are written; they are always read (they must hold finite values or
-// zeros).
+// zeros), except by Kernels::attention_pv with row_scale == nullptr: C = P B, C not read (a
+// task's first key tile; attention_pv_few does not take it).
 using PvUkernel = void (*)(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,
                            std::size_t ldc, const float* row_scale, std::size_t m);
 
