@@ -82,14 +82,10 @@ TEST_CASE("decoding's scores kernel writes the same bits with and without its pr
                     FAIL_CHECK("s(" << r << ", " << j << ") past the keys written");
                   continue;
                 }
-                double want = 0.0, mag = 0.0;
-                for (std::size_t x = 0; x < dk; ++x) {
-                  const double p = double(q[r * ldq + x]) * double(k[j * ldk + x]);
-                  want += p;
-                  mag += std::fabs(p);
-                }
-                want *= scale;
-                mag *= scale;
+                const attn_test::SumAndMagnitude dot = attn_test::sum_and_magnitude(
+                    dk,
+                    [&](std::size_t x) { return double(q[r * ldq + x]) * double(k[j * ldk + x]); });
+                const double want = dot.sum * scale, mag = dot.mag * scale;
                 const double tol = double(dk + 1) * FLT_EPSILON * mag + 1e-30;
                 if (!(std::fabs(double(out[0][e]) - want) <= tol) && bad++ < 5) {
                   FAIL_CHECK("s(" << r << ", " << j << ") = " << out[0][e] << ", reference " << want

@@ -187,13 +187,9 @@ TEST_CASE("attention_pv: P V plus the scaled tile, or P V alone without reading 
                 CHECK(std::memcmp(&got, &before[i * ldc + j], sizeof got) == 0);
                 continue;
               }
-              double sum = 0.0, mag = 0.0;
-              for (std::size_t q = 0; q < k; ++q) {
-                const double t = double(p[i * bk + q]) * double(v[q * ldb + j]);
-                sum += t;
-                mag += std::fabs(t);
-              }
-              double bound = 2.0 * double(k) * kU * mag;
+              const attn_test::SumAndMagnitude pv = attn_test::sum_and_magnitude(
+                  k, [&](std::size_t q) { return double(p[i * bk + q]) * double(v[q * ldb + j]); });
+              double sum = pv.sum, bound = 2.0 * double(k) * kU * pv.mag;
               if (scaled) {
                 const double sc = double(scale[i]) * double(before[i * ldc + j]);
                 sum += sc;

@@ -133,4 +133,20 @@ inline float inf_f() {
   return std::numeric_limits<float>::infinity();
 }
 
+// The float64 sum of term(i) for i < n, and the sum of the terms' magnitudes (a float sum's
+// error bound is proportional to it).
+struct SumAndMagnitude {
+  double sum = 0.0, mag = 0.0;
+};
+template <class Term>
+SumAndMagnitude sum_and_magnitude(std::size_t n, const Term& term) {
+  SumAndMagnitude r;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double t = term(i);
+    r.sum += t;
+    r.mag += std::fabs(t);
+  }
+  return r;
+}
+
 }  // namespace attn_test
