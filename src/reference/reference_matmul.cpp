@@ -18,14 +18,33 @@ Status matmul(MatrixView<const float> a, Transpose ta, MatrixView<const float> b
   auto bt = [&](std::size_t p, std::size_t j) {
     return static_cast<double>(tb == Transpose::no ? b(p, j) : b(j, p));
   };
+  // Each c(i, j) is one sum over p in ascending order, whichever loop runs innermost. A row-major
+  // B is read row by row, for a block of kColumns sums at a time: reading it down its columns
+  // (rows ldb floats apart) touched a new page on every step, and under AddressSanitizer on a
+  // Zen 5 VM a 9 x 29156 x 300 product took minutes where this order takes a fraction of a second.
+  constexpr std::size_t kColumns = 64;
+  double sums[kColumns];
   for (std::size_t i = 0; i < c.rows; ++i) {
-    for (std::size_t j = 0; j < c.cols; ++j) {
-      double sum = -0.0;  // the additive identity: a sum of one product is that product, even -0
-      for (std::size_t p = 0; p < k; ++p)
-        sum += at(i, p) * bt(p, j);
-      double r = static_cast<double>(alpha) * sum;
-      if (beta != 0.0f) r += static_cast<double>(beta) * static_cast<double>(c(i, j));
-      c(i, j) = static_cast<float>(r);
+    for (std::size_t j0 = 0; j0 < c.cols; j0 += kColumns) {
+      const std::size_t cols = c.cols - j0 < kColumns ? c.cols - j0 : kColumns;
+      for (std::size_t j = 0; j < cols; ++j)
+        sums[j] = -0.0;  // the additive identity: a sum of one product is that product, even -0
+      if (tb == Transpose::no) {
+        for (std::size_t p = 0; p < k; ++p) {
+          const double a_ip = at(i, p);
+          for (std::size_t j = 0; j < cols; ++j)
+            sums[j] += a_ip * bt(p, j0 + j);
+        }
+      } else {
+        for (std::size_t j = 0; j < cols; ++j)
+          for (std::size_t p = 0; p < k; ++p)
+            sums[j] += at(i, p) * bt(p, j0 + j);
+      }
+      for (std::size_t j = 0; j < cols; ++j) {
+        double r = static_cast<double>(alpha) * sums[j];
+        if (beta != 0.0f) r += static_cast<double>(beta) * static_cast<double>(c(i, j0 + j));
+        c(i, j0 + j) = static_cast<float>(r);
+      }
     }
   }
   return Status::Ok();
