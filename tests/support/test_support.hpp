@@ -94,6 +94,22 @@ inline bool emulated() {
 #endif
 }
 
+// Whether this build runs under AddressSanitizer or ThreadSanitizer (the asan and tsan presets),
+// where a case whose size serves no check of its own may run reduced, as emulated() cases do.
+inline bool sanitized() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
 // The first float of v that starts a 64-byte cache line, plus `past` floats (v holds at least
 // 16 floats of slack before the data a test places there).
 inline float* line_start(std::vector<float>& v, std::size_t past = 0) {
