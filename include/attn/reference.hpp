@@ -1,6 +1,7 @@
 // attn::reference: the oracles. Scalar, double accumulation, written to be obviously correct
-// rather than fast. Tests compare every fast path with these. Each function validates its
-// arguments exactly as its fast counterpart does, and takes the same arguments; the Context
+// rather than fast (each sum in index order; matmul runs its loops in B's memory order, which
+// leaves every sum as it was). Tests compare every fast path with these. Each function validates
+// its arguments exactly as its fast counterpart does, and takes the same arguments; the Context
 // overloads ignore the Context (the reference is always scalar and single-threaded).
 #pragma once
 
