@@ -20,8 +20,8 @@ Status matmul(MatrixView<const float> a, Transpose ta, MatrixView<const float> b
   };
   // Each c(i, j) is one sum over p in ascending order, whichever loop runs innermost. A row-major
   // B is read row by row, for a block of kColumns sums at a time: reading it down its columns
-  // (rows ldb floats apart) touched a new page on every step, and under AddressSanitizer on a
-  // Zen 5 VM a 9 x 29156 x 300 product took minutes where this order takes a fraction of a second.
+  // (rows ldb floats apart) touched a new page on every step: under AddressSanitizer on a Zen 5
+  // VM the test case of 9 x 29156 x 300 products took 1207 s that way, 40 s this way.
   constexpr std::size_t kColumns = 64;
   double sums[kColumns];
   for (std::size_t i = 0; i < c.rows; ++i) {
