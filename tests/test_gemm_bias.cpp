@@ -60,23 +60,53 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
       {64, 2101, 150, 1.0f, 0.0f, true}, {9, 2112, 260, -0.5f, 1.0f, false, 4},
   };
 
-  for (attn::Isa isa : attn_test::test_isas()) {
-    const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
-    REQUIRE(kern != nullptr);
-    for (const BiasCase& cs : cases) {
+  for (const BiasCase& cs : cases) {
+    attn_test::Rng rng(static_cast<std::uint32_t>(cs.m * 7 + cs.k));
+    const auto a = rng.uniform_vec(cs.m * cs.k), b = rng.uniform_vec(cs.k * cs.n),
+               bias = rng.uniform_vec(cs.n, 4.0f, 8.0f);
+    auto c0 = rng.uniform_vec(cs.m * cs.n);
+    if (cs.beta == 0.0f) c0.assign(c0.size(), attn_test::nan_f());  // never read
+    std::vector<float> b_store(b.size() + 32);
+    float* const bp = attn_test::line_start(b_store, cs.b_past);
+    std::copy(b.begin(), b.end(), bp);
+    // Each element's value and tolerance, once for every ISA and thread count; B read in its
+    // memory order (each sum still over p in ascending order).
+    std::vector<double> want(cs.m * cs.n), tol(cs.m * cs.n);
+    std::vector<double> sum(cs.n), mag(cs.n);
+    for (std::size_t i = 0; i < cs.m; ++i) {
+      std::fill(sum.begin(), sum.end(), 0.0);
+      std::fill(mag.begin(), mag.end(), 0.0);
+      const auto add = [&](std::size_t j, std::size_t p, float bpj) {
+        const double prod = double(a[i * cs.k + p]) * double(bpj);
+        sum[j] += prod;
+        mag[j] += std::fabs(prod);
+      };
+      if (cs.trans_b) {
+        for (std::size_t j = 0; j < cs.n; ++j) {
+          for (std::size_t p = 0; p < cs.k; ++p)
+            add(j, p, b[j * cs.k + p]);
+        }
+      } else {
+        for (std::size_t p = 0; p < cs.k; ++p) {
+          for (std::size_t j = 0; j < cs.n; ++j)
+            add(j, p, b[p * cs.n + j]);
+        }
+      }
+      for (std::size_t j = 0; j < cs.n; ++j) {
+        const double cij = cs.beta == 0.0f ? 0.0 : double(cs.beta) * c0[i * cs.n + j];
+        want[i * cs.n + j] = double(cs.alpha) * sum[j] + cij + bias[j];
+        tol[i * cs.n + j] = double(cs.k + 2) * FLT_EPSILON *
+                            (std::fabs(double(cs.alpha)) * mag[j] + std::fabs(cij) + bias[j]);
+      }
+    }
+    for (attn::Isa isa : attn_test::test_isas()) {
+      const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
+      REQUIRE(kern != nullptr);
       for (int threads : {1, 3}) {
         INFO("isa " << attn::isa_name(isa) << " threads " << threads << " m " << cs.m << " n "
                     << cs.n << " k " << cs.k << " alpha " << cs.alpha << " beta " << cs.beta
                     << " B^T " << cs.trans_b);
-        attn_test::Rng rng(static_cast<std::uint32_t>(cs.m * 7 + cs.k));
-        const auto a = rng.uniform_vec(cs.m * cs.k), b = rng.uniform_vec(cs.k * cs.n),
-                   bias = rng.uniform_vec(cs.n, 4.0f, 8.0f);
-        auto c0 = rng.uniform_vec(cs.m * cs.n);
-        if (cs.beta == 0.0f) c0.assign(c0.size(), attn_test::nan_f());  // never read
         auto c = c0;
-        std::vector<float> b_store(b.size() + 32);
-        float* const bp = attn_test::line_start(b_store, cs.b_past);
-        std::copy(b.begin(), b.end(), bp);
         const attn::detail::GemmShape shape{cs.m, cs.n, cs.k};
         const attn::detail::GemmOperand ga{a.data(), cs.k, 1};
         const attn::detail::GemmOperand gb = cs.trans_b ? attn::detail::GemmOperand{bp, 1, cs.k}
@@ -88,24 +118,11 @@ TEST_CASE("gemm adds the bias once on every path", "[matmul][bias]") {
                            scratch, bias.data());
         std::free(scratch);
         std::size_t bad = 0;
-        for (std::size_t i = 0; i < cs.m; ++i) {
-          for (std::size_t j = 0; j < cs.n; ++j) {
-            double sum = 0.0, mag = 0.0;
-            for (std::size_t p = 0; p < cs.k; ++p) {
-              const float bpj = cs.trans_b ? b[j * cs.k + p] : b[p * cs.n + j];
-              const double prod = double(a[i * cs.k + p]) * double(bpj);
-              sum += prod;
-              mag += std::fabs(prod);
-            }
-            const double cij = cs.beta == 0.0f ? 0.0 : double(cs.beta) * c0[i * cs.n + j];
-            const double want = double(cs.alpha) * sum + cij + bias[j];
-            const double tol = double(cs.k + 2) * FLT_EPSILON *
-                               (std::fabs(double(cs.alpha)) * mag + std::fabs(cij) + bias[j]);
-            const double err = std::fabs(double(c[i * cs.n + j]) - want);
-            if (!(err <= tol) && bad++ < 5) {
-              FAIL_CHECK("c(" << i << ", " << j << ") = " << c[i * cs.n + j] << ", want " << want
-                              << ", tolerance " << tol);
-            }
+        for (std::size_t e = 0; e < cs.m * cs.n; ++e) {
+          const double err = std::fabs(double(c[e]) - want[e]);
+          if (!(err <= tol[e]) && bad++ < 5) {
+            FAIL_CHECK("c(" << e / cs.n << ", " << e % cs.n << ") = " << c[e] << ", want "
+                            << want[e] << ", tolerance " << tol[e]);
           }
         }
         CHECK(bad == 0);

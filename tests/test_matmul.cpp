@@ -18,7 +18,6 @@
 using attn::MatrixView;
 using attn::Transpose;
 using attn_test::Case;
-using attn_test::check_result;
 using attn_test::run_across_threads;
 using attn_test::run_case;
 
@@ -130,7 +129,7 @@ struct BLayout {
 
 // The product cs (row-major A and B, no padding in A or C; inputs from `seed`) with B's k x n
 // values placed at each of `layouts` in turn, on every ISA and each of `threads`: every result
-// bit-identical to the ISA's first, which is within the reference's tolerance (check_result; with
+// bit-identical to the ISA's first, which is within the reference's tolerance (Expected; with
 // check_each, every layout's first thread count is checked too). before(kern, b, ldb) runs ahead
 // of each layout's calls (path checks).
 template <class Before>
@@ -144,6 +143,8 @@ void check_b_layouts(const Case& cs, std::initializer_list<BLayout> layouts,
   auto c0 = rng.uniform_vec(m * n);
   if (cs.beta == 0.0f) std::fill(c0.begin(), c0.end(), attn_test::nan_f());  // never read
   const MatrixView<const float> av{a.data(), m, k, k};
+  // The same values in every layout: one reference.
+  const attn_test::Expected expected(cs, av, {b_rows.data(), k, n, n}, c0);
   for (attn::Isa isa : attn_test::test_isas()) {
     const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
     REQUIRE(kern != nullptr);
@@ -163,9 +164,7 @@ void check_b_layouts(const Case& cs, std::initializer_list<BLayout> layouts,
         REQUIRE(attn::matmul(ctx, av, Transpose::no, bv, Transpose::no, {c.data(), m, n, n},
                              cs.alpha, cs.beta)
                     .ok());
-        if (first.empty() || (check_each && t == *threads.begin())) {
-          check_result(cs, av, bv, c0, c);
-        }
+        if (first.empty() || (check_each && t == *threads.begin())) expected.check(c);
         if (first.empty()) {
           first = c;
         } else {
@@ -353,6 +352,8 @@ TEST_CASE("matmul: A B^T by dot products with A's rows copied onto lines", "[mat
     auto c0 = rng.uniform_vec(m * n);
     if (cs.beta == 0.0f) std::fill(c0.begin(), c0.end(), attn_test::nan_f());  // never read
     const MatrixView<const float> bv{bt.data(), n, k, k};
+    // The same values in every layout: one reference.
+    const attn_test::Expected expected(cs, {a_rows.data(), m, k, k}, bv, c0);
     for (attn::Isa isa : attn_test::test_isas()) {
       const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
       REQUIRE(kern != nullptr);
@@ -381,7 +382,7 @@ TEST_CASE("matmul: A B^T by dot products with A's rows copied onto lines", "[mat
                                cs.alpha, cs.beta)
                       .ok());
           if (first.empty()) {
-            check_result(cs, av, bv, c0, c);
+            expected.check(c);
             first = c;
           } else {
             CHECK(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0);
