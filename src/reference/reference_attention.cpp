@@ -43,7 +43,9 @@ bool blocked(const Mask& mask, const AttentionDims& d, std::size_t b, std::size_
 
 // Where row (b, h, s) of t starts: t(b, h, s, x) is t.data[row_start(t, b, h, s) + x *
 // t.strides[3]]. The loops over a row's elements index from it: clang-14's ASan build does not
-// inline TensorView::operator(), which took 12% of an attention test case's time there.
+// inline TensorView::operator(), which took 12% of an attention test case's time there. Only for
+// a view with elements: an empty one's strides are never checked (core/checks.cpp), and their
+// products could overflow.
 template <class T>
 std::ptrdiff_t row_start(const TensorView<T>& t, std::size_t b, std::size_t h, std::size_t s) {
   return static_cast<std::ptrdiff_t>(b) * t.strides[0] +
@@ -103,13 +105,13 @@ Status attention_validated(const TensorView<const float>& q, const TensorView<co
     for (std::size_t h = 0; h < d.heads_q; ++h) {
       const std::size_t hk = h / group;
       for (std::size_t i = 0; i < d.len_q; ++i) {
-        const std::ptrdiff_t qi = row_start(q, b, h, i);
+        const std::ptrdiff_t qi = d.dim_k == 0 ? 0 : row_start(q, b, h, i);
         double m = -INFINITY;
         bool nan = false;
         for (std::size_t j = 0; j < d.len_k; ++j) {
           skip[j] = blocked(mask, d, b, h, i, j);
           if (skip[j]) continue;
-          const std::ptrdiff_t kj = row_start(k, b, hk, j);
+          const std::ptrdiff_t kj = d.dim_k == 0 ? 0 : row_start(k, b, hk, j);
           double dot = 0.0;
           for (std::size_t x = 0; x < d.dim_k; ++x) {
             const auto xs = static_cast<std::ptrdiff_t>(x);
@@ -148,7 +150,7 @@ Status attention_validated(const TensorView<const float>& q, const TensorView<co
         for (std::size_t j = 0; j < d.len_k; ++j) {
           if (skip[j]) continue;  // blocked keys are never read
           const double p = s[j] / sum;
-          const std::ptrdiff_t vj = row_start(v, b, hk, j);
+          const std::ptrdiff_t vj = d.dim_v == 0 ? 0 : row_start(v, b, hk, j);
           for (std::size_t x = 0; x < d.dim_v; ++x)
             acc[x] +=
                 p * static_cast<double>(v.data[vj + static_cast<std::ptrdiff_t>(x) * v.strides[3]]);

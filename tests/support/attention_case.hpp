@@ -2,7 +2,7 @@
 // attn::reference::attention and compared with the derived tolerance below.
 //
 // Tolerance for out[b, h, i, :]. With u = 2^-24, S = max_j (scale * sum_d |q_d k_jd| + |bias_j|)
-// over the keys the row attends, and V = max_j |v_j|:
+// over the keys the row attends (the code takes all of them: a larger S), and V = max_j |v_j|:
 //   scores: |ds_j| <= (Dk + 2) u S               (float dot product, scale, bias)
 //   weights: relative error <= 2 max|ds| + (Lk + 4) u   (e^(s - m) shifts cancel in the ratio
 //            up to twice the score error; 1 ULP exp; float sum over Lk terms; division)

@@ -172,6 +172,8 @@ template <std::size_t N>
 void run_across_threads(const Case (&cases)[N], std::initializer_list<int> threads,
                         std::uint32_t seed, BForm form = BForm::view) {
   for (const Case& cs : cases) {
+    INFO("m " << cs.m << " n " << cs.n << " k " << cs.k << " alpha " << cs.alpha << " beta "
+              << cs.beta);
     Rng rng(seed);
     const CaseInputs in(cs, rng);
     const Expected expected(cs, in.av(cs), in.bv(cs), in.c0);
@@ -179,8 +181,7 @@ void run_across_threads(const Case (&cases)[N], std::initializer_list<int> threa
       std::vector<float> first;
       for (int t : threads) {
         attn::Context ctx = make_context(isa, t);
-        INFO("isa " << attn::isa_name(isa) << " threads " << t << " m " << cs.m << " n " << cs.n
-                    << " k " << cs.k << " alpha " << cs.alpha << " beta " << cs.beta);
+        INFO("isa " << attn::isa_name(isa) << " threads " << t);
         const std::vector<float> c = run_matmul(ctx, cs, in, form);
         if (first.empty()) {
           expected.check(c);
