@@ -1,6 +1,7 @@
 // Hostile inputs: each case pins the outcome README "Guarantees" documents. Where float
 // arithmetic legitimately differs from the double reference (overflow), the float behaviour is
 // pinned, not the reference.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cfloat>
 #include <cmath>
@@ -588,6 +589,109 @@ TEST_CASE("a size-1 dimension's stride is never used, PTRDIFF_MIN and PTRDIFF_MA
           REQUIRE(s.ok());
           CHECK(std::memcmp(out.data(), out0.data(), out.size() * sizeof(float)) == 0);
           CHECK(std::memcmp(w.data(), w0.data(), w.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("an empty view's data and strides are never used: Dk, Dv or Lk == 0",
+          "[hostile][attention]") {
+  // view.hpp, checks.cpp: a view with no elements is never read or written, so its data and
+  // strides go unchecked. Dk == 0 leaves q and k empty, Dv == 0 v and out, Lk == 0 k, v, the
+  // weights and both masks. Each such view with every stride PTRDIFF_MIN, then PTRDIFF_MAX, its
+  // data null or real: attention and reference::attention write the bits they write for the
+  // plain views (make_bhsd's, data real). In the sanitizer build UBSan checks the offset
+  // arithmetic: before the drivers replaced such views (attention_driver.hpp, driver_view), the
+  // latency path formed &q(b, h, i, 0) from them, and a negative row stride sent Dk == 0 down
+  // another path than the plain view's, with other bits.
+  // Lk 4: the latency path; 40: the fused path (K in place with 2 queries per KV head, packed
+  // with 20); 2100 with one query: the key split. Two query heads share each KV head; a causal
+  // mask, key lengths and both masks, weights requested.
+  constexpr std::size_t B = 2, Hq = 2, Hkv = 1, d = 8;
+  enum class Empty { dk, dv, lk };
+  for (attn::Isa isa : attn_test::test_isas()) {
+    attn::Context ctx = attn_test::make_context(isa, 2);
+    for (Empty empty : {Empty::dk, Empty::dv, Empty::lk}) {
+      for (std::size_t lq : {1, 2, 20}) {
+        for (std::size_t lk : {4, 40, 2100}) {
+          if ((lk > 1000 && lq > 1) || (empty == Empty::lk && lk != 4)) continue;
+          if (empty == Empty::lk) lk = 0;
+          const std::size_t dk = empty == Empty::dk ? 0 : d, dv = empty == Empty::dv ? 0 : d;
+          INFO("isa " << attn::isa_name(isa) << " Lq " << lq << " Lk " << lk << " Dk " << dk
+                      << " Dv " << dv);
+          attn_test::Rng rng(23);
+          // At least one element each: with Lk == 0 the masks' and weights' data are real too.
+          const std::size_t scores = std::max<std::size_t>(1, B * Hq * lq * lk);
+          const auto q = rng.uniform_vec(B * Hq * lq * d),
+                     k = rng.uniform_vec(B * Hkv * lk * d + 1),
+                     v = rng.uniform_vec(B * Hkv * lk * d + 1), bias = rng.uniform_vec(scores);
+          std::vector<std::uint8_t> allowed(scores, 1);
+          for (std::size_t r = 0; r + 1 < scores; r += 3)
+            allowed[r] = 0;
+          const std::int32_t lens[B] = {static_cast<std::int32_t>(std::min<std::size_t>(3, lk)),
+                                        static_cast<std::int32_t>(lk)};
+          const auto plain_q = attn::make_bhsd<const float>(q.data(), B, Hq, lq, dk);
+          const auto plain_k = attn::make_bhsd<const float>(k.data(), B, Hkv, lk, dk);
+          const auto plain_v = attn::make_bhsd<const float>(v.data(), B, Hkv, lk, dv);
+          attn::AttentionOptions o;
+          o.mask =
+              attn::Mask::causal(attn::CausalAlign::bottom_right)
+                  .with_key_lengths(lens)
+                  .with_additive(attn::make_bhsd<const float>(bias.data(), B, Hq, lq, lk))
+                  .with_allowed(attn::make_bhsd<const std::uint8_t>(allowed.data(), B, Hq, lq, lk));
+          // The four results of one call's outputs: fast and reference, each out and weights.
+          struct Outputs {
+            std::vector<float> out, w, ref, ref_w;
+          };
+          const auto outputs = [&] {
+            return Outputs{std::vector<float>(B * Hq * lq * d, kSentinel),
+                           std::vector<float>(scores, kSentinel),
+                           std::vector<float>(B * Hq * lq * d, kSentinel),
+                           std::vector<float>(scores, kSentinel)};
+          };
+          const auto out_view = [&](std::vector<float>& buf) {
+            return attn::make_bhsd(buf.data(), B, Hq, lq, dv);
+          };
+          const auto w_view = [&](std::vector<float>& buf) {
+            return attn::make_bhsd(buf.data(), B, Hq, lq, lk);
+          };
+          // Runs both with every empty view passed through `odd`.
+          const auto run = [&](const auto& odd, Outputs* r) {
+            attn::AttentionOptions oo = o;
+            oo.mask.additive = odd(oo.mask.additive);
+            oo.mask.allowed = odd(oo.mask.allowed);
+            oo.weights = odd(w_view(r->w));
+            const Status s = attn::attention(ctx, odd(plain_q), odd(plain_k), odd(plain_v),
+                                             odd(out_view(r->out)), oo);
+            INFO((s.message() ? s.message() : ""));
+            REQUIRE(s.ok());
+            oo.weights = odd(w_view(r->ref_w));
+            const Status sr = attn::reference::attention(odd(plain_q), odd(plain_k), odd(plain_v),
+                                                         odd(out_view(r->ref)), oo);
+            INFO((sr.message() ? sr.message() : ""));
+            REQUIRE(sr.ok());
+          };
+          Outputs plain = outputs();
+          run([](auto view) { return view; }, &plain);
+          if (lk == 0) CHECK(all_equal(plain.out, 0.0f));
+          for (std::ptrdiff_t stride : {PTRDIFF_MIN, PTRDIFF_MAX}) {
+            for (const bool null_data : {true, false}) {
+              INFO("strides " << stride << (null_data ? ", data null" : ", data real"));
+              const auto odd = [&](auto view) {
+                if (view.shape[0] * view.shape[1] * view.shape[2] * view.shape[3] != 0) return view;
+                if (null_data) view.data = nullptr;
+                view.strides = {stride, stride, stride, stride};
+                return view;
+              };
+              Outputs got = outputs();
+              run(odd, &got);
+              CHECK(std::memcmp(got.out.data(), plain.out.data(), plain.out.size() * 4) == 0);
+              CHECK(std::memcmp(got.w.data(), plain.w.data(), plain.w.size() * 4) == 0);
+              CHECK(std::memcmp(got.ref.data(), plain.ref.data(), plain.ref.size() * 4) == 0);
+              CHECK(std::memcmp(got.ref_w.data(), plain.ref_w.data(), plain.ref_w.size() * 4) == 0);
+            }
+          }
         }
       }
     }

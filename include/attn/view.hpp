@@ -31,7 +31,8 @@ enum class Transpose { no, yes };
 // A rank-4 tensor in attention's logical order [batch, heads, seq, dim]. Element (b, h, s, d) is
 // data[b*strides[0] + h*strides[1] + s*strides[2] + d*strides[3]]. Attention requires
 // strides[3] == 1 where shape[3] > 1 (a dimension of size 1 ignores its stride); other strides
-// may be anything, including 0 (broadcast) for masks.
+// may be anything, including 0 (broadcast) for masks. A view with a dimension of 0 holds no
+// element: its data and strides are never used.
 template <class T>
 struct TensorView {
   T* data = nullptr;

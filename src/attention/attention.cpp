@@ -18,10 +18,10 @@ Status attention(Context& ctx, TensorView<const float> q, TensorView<const float
   detail::AttentionCall call{};
   ATTN_RETURN_IF_ERROR(detail::validate_attention(fn, q, k, v, out, options, &call.dims));
   std::optional<AttentionOptions> plain_options;
-  call.q = detail::with_plain_row_stride(q);
-  call.k = detail::with_plain_row_stride(k);
-  call.v = detail::with_plain_row_stride(v);
-  call.out = detail::with_plain_row_stride(out);
+  call.q = detail::driver_view(q);
+  call.k = detail::driver_view(k);
+  call.v = detail::driver_view(v);
+  call.out = detail::driver_view(out);
   call.options = detail::with_plain_row_strides(options, &plain_options);
   void* scratch = nullptr;
   ATTN_RETURN_IF_ERROR(

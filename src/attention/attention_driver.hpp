@@ -18,6 +18,13 @@ struct AttentionCall {
   AttentionDims dims;
 };
 
+// Whether a view has no elements. Its data and strides are then unchecked (check_tensor: any
+// values, PTRDIFF_MIN and PTRDIFF_MAX included).
+template <class T>
+bool has_no_elements(const TensorView<T>& t) {
+  return t.shape[0] == 0 || t.shape[1] == 0 || t.shape[2] == 0 || t.shape[3] == 0;
+}
+
 // A one-row view's row stride (dimension 2), which the contract ignores (mask.hpp: any value,
 // PTRDIFF_MIN and PTRDIFF_MAX included), as a plain view has it: the row width. The drivers
 // choose paths by the row strides and the kernels form pointers from them, some a row past the
@@ -34,19 +41,40 @@ TensorView<T> with_plain_row_stride(TensorView<T> t) {
   return t;
 }
 
-// The options themselves, or where the weights or a mask has an odd row stride, *plain set to
-// them with with_plain_row_stride applied (constructed and copied only then: the seed's
-// 6 x 6 x 16 call takes about 0.4 us).
+// q, k, v and out as the drivers take them: a view with no elements (Dk == 0: q and k; Dv == 0:
+// v and out; Lk == 0: k and v) as null data with the strides make_bhsd gives a dimension of 0,
+// {0, 0, 0, 1}, so that no offset is formed from the caller's data and strides and the path
+// taken does not depend on them (K is read in place only with a positive row stride); other
+// views with_plain_row_stride.
+template <class T>
+TensorView<T> driver_view(TensorView<T> t) {
+  if (has_no_elements(t)) return {nullptr, t.shape, {0, 0, 0, 1}};
+  return with_plain_row_stride(t);
+}
+
+// The options themselves, or where the weights or a mask has an odd row stride or is an empty
+// view with data (Lk == 0), *plain set to them with with_plain_row_stride applied and the empty
+// views' data null (constructed and copied only then: the seed's 6 x 6 x 16 call takes about
+// 0.4 us). A null mask or weights view is never read through its strides.
+template <class T>
+bool needs_plain_view(const TensorView<T>& t) {
+  return has_odd_row_stride(t) || (t.data != nullptr && has_no_elements(t));
+}
+template <class T>
+TensorView<T> plain_option_view(TensorView<T> t) {
+  if (has_no_elements(t)) t.data = nullptr;
+  return with_plain_row_stride(t);
+}
 inline const AttentionOptions* with_plain_row_strides(const AttentionOptions& options,
                                                       std::optional<AttentionOptions>* plain) {
-  if (!has_odd_row_stride(options.weights) && !has_odd_row_stride(options.mask.additive) &&
-      !has_odd_row_stride(options.mask.allowed)) {
+  if (!needs_plain_view(options.weights) && !needs_plain_view(options.mask.additive) &&
+      !needs_plain_view(options.mask.allowed)) {
     return &options;
   }
   AttentionOptions& o = plain->emplace(options);
-  o.weights = with_plain_row_stride(o.weights);
-  o.mask.additive = with_plain_row_stride(o.mask.additive);
-  o.mask.allowed = with_plain_row_stride(o.mask.allowed);
+  o.weights = plain_option_view(o.weights);
+  o.mask.additive = plain_option_view(o.mask.additive);
+  o.mask.allowed = plain_option_view(o.mask.allowed);
   return &o;
 }
 

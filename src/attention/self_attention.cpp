@@ -125,10 +125,13 @@ Status run_self_attention(detail::ContextState* st, const MatrixView<const float
   auto set_views = [&](float* base) {  // base == nullptr: views for sizing only
     const float* k = base ? base + dq : nullptr;
     const float* v = base ? base + dq + dk : nullptr;
-    call.q = make_bshd<const float>(base, d.batch, d.seq, d.heads_q, d.dim_k, dqkv);
-    call.k = make_bshd<const float>(k, d.batch, d.seq, d.heads_kv, d.dim_k, dqkv);
-    call.v = make_bshd<const float>(v, d.batch, d.seq, d.heads_kv, d.dim_v, dqkv);
-    call.out = detail::with_plain_row_stride(
+    call.q =
+        detail::driver_view(make_bshd<const float>(base, d.batch, d.seq, d.heads_q, d.dim_k, dqkv));
+    call.k =
+        detail::driver_view(make_bshd<const float>(k, d.batch, d.seq, d.heads_kv, d.dim_k, dqkv));
+    call.v =
+        detail::driver_view(make_bshd<const float>(v, d.batch, d.seq, d.heads_kv, d.dim_v, dqkv));
+    call.out = detail::driver_view(
         make_bshd<float>(heads_out, d.batch, d.seq, d.heads_q, d.dim_v, heads_stride));
   };
   if (o != nullptr) heads_stride = dh;
