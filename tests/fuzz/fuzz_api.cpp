@@ -246,16 +246,19 @@ Layout4 tensor_layout(FuzzedDataProvider& fdp, const Shape4& shape, bool input) 
       }
     }
   }
+  // Any stride, PTRDIFF_MIN and PTRDIFF_MAX included.
+  const auto any_stride = [&fdp] {
+    return fdp.ConsumeBool() ? fdp.PickValueInArray<std::ptrdiff_t>({PTRDIFF_MIN, PTRDIFF_MAX})
+                             : fdp.ConsumeIntegral<std::ptrdiff_t>();
+  };
   // A dimension of size 1 may carry any stride: it is never applied.
   for (int d = 0; d < 3; ++d) {
-    if (shape[d] == 1 && fdp.ConsumeBool()) l.strides[d] = fdp.ConsumeIntegral<std::int16_t>();
+    if (shape[d] == 1 && fdp.ConsumeBool()) l.strides[d] = any_stride();
   }
-  // A view with no elements may carry any strides, PTRDIFF_MIN and PTRDIFF_MAX included: they
-  // are never used (view.hpp).
+  // A view with no elements may carry any strides: they are never used (view.hpp).
   if (l.empty() && fdp.ConsumeBool()) {
     for (std::ptrdiff_t& st : l.strides)
-      st = fdp.ConsumeBool() ? fdp.PickValueInArray<std::ptrdiff_t>({PTRDIFF_MIN, PTRDIFF_MAX})
-                             : fdp.ConsumeIntegral<std::ptrdiff_t>();
+      st = any_stride();
   }
   finish_layout(&l, input ? 0 : fdp.ConsumeIntegralInRange<std::size_t>(0, 2));
   return l;
