@@ -982,8 +982,9 @@ TEST_CASE("attention, fused path: blocked non-finite V stays out, NaN scores mak
 }
 
 // README "Guarantees": "Dk == 0 gives uniform weights over the keys left; Dv == 0 still writes
-// the weights". Every mask (with_mask), on the latency path (Lk 4), the fused path (K in place
-// or packed: 2 or 20 query rows), the decoding split (2100 keys, no weights), GQA, BSHD views.
+// the weights". Every mask (with_mask), on the latency path (Lk 4), the fused path (with Dv == 0
+// K in place or packed: 2 or 20 query rows; with Dk == 0 always packed, having no elements), the
+// decoding split (2100 keys, no weights), GQA, BSHD views.
 TEST_CASE("attention with Dk == 0 or Dv == 0 matches the reference on every path", "[attention]") {
   attn_test::Rng rng(31);
   unsigned n = 0;
@@ -1007,16 +1008,17 @@ TEST_CASE("attention with Dk == 0 or Dv == 0 matches the reference on every path
 }
 
 // README "Guarantees" (NaN, inf and fully masked rows): "Dk == 0 gives uniform weights over the
-// keys left", so out is the mean of the attended V rows; on the decoding path (at most 4 query
-// rows per KV head), with and without the key split, against reference::attention, on every ISA,
+// keys left", so out is the mean of the attended V rows; decoding shapes (at most 4 query rows
+// per KV head), with and without the key split, against reference::attention, on every ISA,
 // threads 1, 2 and 3, weights on and off. q and k have no elements: the driver takes them as null
-// data with row stride 0 (attention_driver.hpp, driver_view), whatever the caller's strides.
-TEST_CASE("attention with Dk == 0 on the decoding path is the mean of the attended V rows",
-          "[attention][direct]") {
+// data with row stride 0 (attention_driver.hpp, driver_view), whatever the caller's strides, so
+// K is never read in place here.
+TEST_CASE("attention with Dk == 0 and decoding shapes is the mean of the attended V rows",
+          "[attention]") {
   unsigned n = 0;
   for (std::size_t lk : {300u, 2100u}) {
     for (std::size_t lq : {1u, 2u}) {
-      // BSHD views with padded rows: K has no columns but a row stride of 3.
+      // BSHD views with padded rows.
       AttentionCase c;
       c.B = 2, c.Hq = 4, c.Hkv = 2, c.Lq = lq, c.Lk = lk, c.Dk = 0, c.Dv = 24;
       c.bshd = true;
@@ -1027,7 +1029,7 @@ TEST_CASE("attention with Dk == 0 on the decoding path is the mean of the attend
       c.seed = 900 + n++;
       attn_test::check_attention_case_everywhere(c, thread_counts());
 
-      // q and k null, K's row stride 1: the mean of V's first `len` rows, written out.
+      // q and k null: the mean of V's first `len` rows, written out.
       const std::size_t B = 2, Hq = 4, Hkv = 2, dv = 24;
       attn_test::Rng rng(c.seed);
       const auto v = rng.uniform_vec(B * Hkv * lk * dv);

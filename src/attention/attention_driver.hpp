@@ -42,10 +42,10 @@ TensorView<T> with_plain_row_stride(TensorView<T> t) {
 }
 
 // q, k, v and out as the drivers take them: a view with no elements (Dk == 0: q and k; Dv == 0:
-// v and out; Lk == 0: k and v) as null data with the strides make_bhsd gives a dimension of 0,
-// {0, 0, 0, 1}, so that no offset is formed from the caller's data and strides and the path
-// taken does not depend on them (K is read in place only with a positive row stride); other
-// views with_plain_row_stride.
+// v and out; Lk == 0: k and v) as null data with strides {0, 0, 0, 1} (make_bhsd's for a last
+// dimension of 0), so that no offset is formed from the caller's data and strides and the path
+// taken does not depend on them (K is read in place only with a positive row stride, so never
+// with Dk == 0); other views with_plain_row_stride.
 template <class T>
 TensorView<T> driver_view(TensorView<T> t) {
   if (has_no_elements(t)) return {nullptr, t.shape, {0, 0, 0, 1}};

@@ -148,7 +148,8 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
 }
 
 // Row s of head h of batch b in a [batch, heads, seq, dim] view, or nullptr when the view has
-// no data (an empty view: Dk or Dv == 0), so no reference to *nullptr is ever formed.
+// no data (an empty view: Dk or Dv == 0, or Lk == 0 for k and v; driver_view), so no reference
+// to *nullptr is ever formed.
 template <class T>
 T* row_ptr(const TensorView<T>& t, std::size_t b, std::size_t h, std::size_t s) {
   return t.data == nullptr ? nullptr : &t(b, h, s, 0);

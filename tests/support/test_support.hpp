@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -21,11 +22,21 @@ extern "C" void __gcov_dump(void);
 
 namespace attn_test {
 
-// Every ISA this machine and build support, or only the one ATTN_ISA names.
+// Every ISA this machine and build support; or only the one ATTN_ISA names (which every
+// Context then takes by default); or only the one ATTN_TEST_ISA names, which leaves the default
+// Context alone (tests/emulated: qemu Nehalem tests sse2's kernels and the detected default).
 inline std::vector<attn::Isa> test_isas() {
   std::vector<attn::Isa> out;
   attn::Isa forced;
   if (const char* env = std::getenv("ATTN_ISA"); env && attn::parse_isa(env, &forced)) {
+    out.push_back(forced);
+    return out;
+  }
+  if (const char* env = std::getenv("ATTN_TEST_ISA"); env && *env) {
+    if (!attn::parse_isa(env, &forced)) {
+      std::fprintf(stderr, "ATTN_TEST_ISA=%s names no ISA\n", env);
+      std::abort();
+    }
     out.push_back(forced);
     return out;
   }
