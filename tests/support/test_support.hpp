@@ -60,9 +60,11 @@ class Rng {
   // std::uniform_real_distribution<float>(lo, hi)(gen_) as libstdc++ computes it, bit for bit
   // (tests/test_rng.cpp), without the logl that its generate_canonical calls on every draw where
   // the compiler does not fold it (clang-14: 5% of an ASan attention case's time).
-  float uniform(float lo, float hi) {
-    float r = static_cast<float>(gen_()) / 4294967296.0f;  // generate_canonical<float, 24>
-    if (r >= 1.0f) r = std::nextafter(1.0f, 0.0f);
+  float uniform(float lo, float hi) { return uniform_from(gen_(), lo, hi); }
+  // The float that draw (one output of the 32-bit engine) gives.
+  static float uniform_from(std::uint32_t draw, float lo, float hi) {
+    float r = static_cast<float>(draw) / 4294967296.0f;  // generate_canonical<float, 24>
+    if (r >= 1.0f) r = std::nextafter(1.0f, 0.0f);       // draws of 2^32 - 128 and up
     return r * (hi - lo) + lo;
   }
   float normal() { return std::normal_distribution<float>(0.0f, 1.0f)(gen_); }
