@@ -65,7 +65,8 @@ struct Plan {
   bool direct_k;
   // direct_k's prefetch hints (DirectPrefetch), from this CPU's rules: K and V into L2 where the
   // call's K and V come from memory (CpuInfo::decode_prefetch_l2), else K into L1 and V's rows
-  // where CpuInfo::decode_prefetch_v; K's rows k_ahead_bytes ahead.
+  // where CpuInfo::decode_prefetch_v (on one thread, for decode_prefetch_v_alone_min_rows query
+  // rows per KV head or more); K's rows k_ahead_bytes ahead. Hints change no result.
   bool kv_prefetch_l2, prefetch_v;
   std::size_t k_ahead_bytes;
   // Shared packs: K^T panels of every group in a batch, and V rows when V is not read in place.
@@ -77,7 +78,7 @@ struct Plan {
   std::size_t per_thread_bytes, partial_bytes, pack_bytes;
 };
 
-Plan make_plan(const Kernels& kern, const AttentionCall& call) {
+Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   const AttentionDims& d = call.dims;
   Plan p{};
   p.mr = kern.attention_mr;
@@ -113,7 +114,10 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call) {
   const std::size_t kv_bytes =
       sat_mul(sat_mul(p.groups, d.len_k), sat_mul(sat_add(d.dim_k, d.dim_v), sizeof(float)));
   p.kv_prefetch_l2 = p.direct_k && cpu.decode_prefetch_l2 && kv_bytes > cpu.l3_bytes / 2;
-  p.prefetch_v = d.dim_v > 0 && (cpu.decode_prefetch_v || p.kv_prefetch_l2);  // V may have no data
+  const bool v_hint =
+      cpu.decode_prefetch_v &&
+      (threads > 1 || sat_mul(d.len_q, p.group) >= cpu.decode_prefetch_v_alone_min_rows);
+  p.prefetch_v = d.dim_v > 0 && (v_hint || p.kv_prefetch_l2);  // V may have no data
   p.k_ahead_bytes = cpu.decode_k_ahead_bytes;
   // V is read in place when each of its rows holds whole NR-wide panels.
   p.pack_v = d.dim_v % p.nr != 0 || call.v.strides[2] <= 0;
@@ -828,7 +832,7 @@ bool nothing_to_do(const AttentionCall& call) {
 
 std::size_t attention_scratch_bytes(const Kernels& kern, int threads, const AttentionCall& call) {
   if (nothing_to_do(call) || use_small_rows(call)) return 0;
-  const Plan p = make_plan(kern, call);
+  const Plan p = make_plan(kern, call, threads);
   return sat_add(sat_add(p.pack_bytes, p.partial_bytes),
                  sat_mul(static_cast<std::size_t>(threads), p.per_thread_bytes));
 }
@@ -840,12 +844,12 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
     run_small_rows(kern, call);
     return;
   }
-  const Plan p = make_plan(kern, call);
   // Below about 10 microseconds of work, starting threads costs more than it saves (the seed's
   // 6 x 6 x 16 problem runs on the caller's thread whatever the Context says).
   const double flops = 4.0 * double(d.batch * d.heads_q) * double(d.len_q) * double(d.len_k) *
                        double(d.dim_k + d.dim_v) / 2.0;
   if (flops < kMinParallelFlops) threads = 1;
+  const Plan p = make_plan(kern, call, threads);
   float* packs = static_cast<float*>(scratch);
   float* partials = reinterpret_cast<float*>(static_cast<char*>(scratch) + p.pack_bytes);
   char* thread_base = static_cast<char*>(scratch) + p.pack_bytes + p.partial_bytes;

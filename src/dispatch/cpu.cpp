@@ -136,6 +136,7 @@ CpuInfo detect() {
   info.prefetched_many_rows = amd;
   info.rows_t_prefetch = !amd;
   info.decode_prefetch_v = !family_25;
+  info.decode_prefetch_v_alone_min_rows = amd && info.family == 26 ? 2 : 1;
   info.decode_k_ahead_bytes = family_25 ? 4096 : 8192;
   info.decode_prefetch_l2 = family_25;
   info.avx512_double_pumped = family_25 && info.avx512;

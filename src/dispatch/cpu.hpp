@@ -50,8 +50,28 @@ struct CpuInfo {
   // attention 1x8x4x4096x128 took 0.859x and 0.895x the time, 1x12x1x1024x64 (K and V in L3)
   // 0.907x, 1x8x1x65536x128 (537 MB of K and V from DRAM) 0.828x; dropping the K prefetch
   // instead took 1.298x. Zen 5 and the Intel Xeon measured it only together with the K prefetch
-  // (dispatch/kernels.hpp, DirectPrefetch) and keep it.
+  // (dispatch/kernels.hpp, DirectPrefetch) and keep it, but see decode_prefetch_v_alone_min_rows.
   bool decode_prefetch_v = true;
+  // Where decode_prefetch_v holds, the fewest query rows per KV head (Lq times the GQA group) for
+  // which a call on one thread still prefetches the V rows (calls on more threads always do).
+  // AMD Zen 5 (family 26): 2. Measured there (bench/ab-lib, AB_LIB_OFFSET=16, bit-identical, time
+  // without the V prefetch over with; shapes B,H,Lq,Lk,d):
+  // - one thread, one row, K and V hot in L3 or not: 1,12,1,1024,64 (6.3 MB) 0.911x and 0.909x,
+  //   1,8,1,1024,128 0.898x, 1,8,1,2048,128 0.912x, 1,32,1,512,128 0.857x, 1,8,1,3072,128 (25 MB)
+  //   0.887x, 1,8,1,4096,128 (33.5 MB) 0.941x, 1,8,1,65536,128 (537 MB, from DRAM) 0.838x (9-15
+  //   pairs, 7-15 won); with a program streaming 6.3 MB (L3) or 256 MB (DRAM) on the other core:
+  //   1,12,1,1024,64 0.964x and 0.899x, 1,8,1,4096,128 0.992x.
+  // - two threads, one row: 1,12,1,1024,64 1.130x and 1.128x, 1,8,1,4096,128 0.970x,
+  //   1,8,1,65536,128 1.103x: those keep it.
+  // - one thread, more rows: faster only while K and V stay hot in L3 (4 rows: 1,12,4,1024,64
+  //   0.810x, 1,8,4,1024,128 0.877x; 2 rows: 1,8,2,1024,128 0.967x), slower beyond (4 rows:
+  //   1,8,4,2048,128 1.124x, 3072 1.276x, 4096 1.167x, 16384 1.220x; 2 rows: 1,8,2,4096,128
+  //   1.124x), where a decoding step's K and V usually come from (the model's other layers evict
+  //   them): those keep it.
+  // - V prefetched to L2 instead (prefetcht1), one thread: 1,12,1,1024,64 0.984x, 1,8,4,4096,128
+  //   1.090x, 1,8,1,4096,128 1.019x.
+  // Elsewhere 1 (not measured: the Intel Xeon).
+  std::size_t decode_prefetch_v_alone_min_rows = 1;
   // How far ahead that kernel prefetches K's rows (DirectPrefetch::k_ahead_bytes). Zen 4: 4 KiB,
   // against 8 (bench/ab-lib, bit-identical) 1x8x4x4096x128 0.945x, 0.973x and 0.974x the time,
   // 1x12x1x1024x64 0.960x and 0.978x, 1x8x1x65536x128 (K and V from DRAM) 0.908x; 2 KiB 0.959x,
