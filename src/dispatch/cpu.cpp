@@ -137,7 +137,7 @@ CpuInfo detect() {
   info.rows_t_prefetch = !amd;
   info.decode_prefetch_v = !family_25;
   info.decode_prefetch_v_alone_min_rows = amd && info.family == 26 ? 2 : 1;
-  info.decode_k_ahead_bytes = family_25 ? 4096 : 8192;
+  info.decode_k_ahead_bytes = family_25 || (amd && info.family == 26) ? 4096 : 8192;
   info.decode_prefetch_l2 = family_25;
   info.avx512_double_pumped = family_25 && info.avx512;
   return info;

@@ -75,7 +75,11 @@ struct CpuInfo {
   // How far ahead that kernel prefetches K's rows (DirectPrefetch::k_ahead_bytes). Zen 4: 4 KiB,
   // against 8 (bench/ab-lib, bit-identical) 1x8x4x4096x128 0.945x, 0.973x and 0.974x the time,
   // 1x12x1x1024x64 0.960x and 0.978x, 1x8x1x65536x128 (K and V from DRAM) 0.908x; 2 KiB 0.959x,
-  // 16 KiB 1.003x. Elsewhere 8 KiB (Zen 5: 4 and 16 KiB no better; kernels.hpp).
+  // 16 KiB 1.003x. Zen 5 (family 26): 4 KiB too, against 8 (the same way, with
+  // decode_prefetch_v_alone_min_rows 2): one thread 1,12,1,1024,64 0.961x, 1,12,4,1024,64 0.973x,
+  // 1,8,4,4096,128 0.941x, 8192 0.953x, 16384 1.050x and 1.026x (quartiles 0.998-1.127, 3 of 7),
+  // 65536 0.955x, 1,8,1,65536,128 0.766x; two threads 1,12,1,1024,64 0.952x, 1,8,4,4096,128
+  // 0.813x (7-11 pairs; bench/ab had read 4 and 16 KiB no better: kernels.hpp). Elsewhere 8 KiB.
   std::size_t decode_k_ahead_bytes = 8192;
   // Whether, where a decoding call's K and V exceed half of L3 (so each call reads them from
   // memory), that kernel prefetches K's rows and the tile's V rows into L2 (prefetcht1,

@@ -117,7 +117,8 @@ using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys,
 // Measured on Zen 5 (bench/ab, 8 rounds, medians), attention_decode 1x32x8x1x4096x128, whose 33.5
 // MB of K and V come from DRAM: 1.39 ms with the V tile prefetched before the scores and no K
 // prefetch, 0.95 ms with this and the wide P * V panels (attention_pv_few); K ahead by 4 or 16 KiB
-// was no better, prefetching every other line 1.07-1.13x slower. Where K and V stay in L3
+// was no better (bench/ab-lib later read 4 KiB faster: CpuInfo::decode_k_ahead_bytes),
+// prefetching every other line 1.07-1.13x slower. Where K and V stay in L3
 // (1x12x12x1x1024x64, 6.3 MB, hot between benchmark iterations) the hardware prefetchers keep up,
 // and the prefetch instructions cost: 1.03-1.05x the time without the K prefetch. On the Intel Xeon
 // (480 MiB L3), without either prefetch: 0.93x the time at 1x32x8x1x4096x128 and 0.90x at
