@@ -92,7 +92,9 @@ struct CpuInfo {
   // 1x8x4x4096x128 0.712x (two threads 0.837x), 1x8x1x3072x128 (25 MB) 0.785x, 1x8x1x2048x128
   // (16.8 MB, half of L3) 0.962x, but 1x12x1x1024x64 (6.3 MB, in L3) 1.100x (the K hint to L2
   // alone 1.084x), hence the condition. The Intel Xeon read V's hint to L2 no better
-  // (kernels.hpp); Zen 5 and Zen 3 (also family 25) not measured; Zen 5 keeps L1.
+  // (kernels.hpp); Zen 3 (also family 25) not measured. Zen 5 (family 26) no: with it, one
+  // thread (bench/ab-lib as above, K 4 KiB ahead, 7 pairs, 0 won) 1,8,4,65536,128 1.104x the
+  // time, 1,8,1,65536,128 1.169x, 1,8,4,4096,128 1.224x.
   bool decode_prefetch_l2 = false;
   // Whether 512-bit FMAs run as two 256-bit halves, one per cycle where 256-bit ones run two
   // (AMD Zen 4: family 25 with AVX-512; the FMA probe reads the same peak for AVX-512 and AVX2).
