@@ -1,9 +1,9 @@
 // GemmPath::rows against a B^T, called directly: Kernels::gemm_rows_t and gemm_rows_t_prefetch
-// (the same dot products, one prefetching B^T 4 KiB ahead; matmul takes one of them per CPU,
-// CpuInfo::rows_t_prefetch) write the same bits, and meet GemmDirectKernel's contract on the
-// m x n block, nothing else written and beta == 0 never reading C.
-// (Tolerance: support/direct_tile_check.hpp; the dot products' order of summation changes no
-// term of its bound.)
+// (the same dot products, one prefetching B^T 4 KiB ahead; matmul takes one of them by CPU and
+// row count, CpuInfo::rows_t_prefetch_min_rows) write the same bits, and meet GemmDirectKernel's
+// contract on the m x n block, nothing else written and beta == 0 never reading C. (Tolerance:
+// support/direct_tile_check.hpp; the dot products' order of summation changes no term of its
+// bound.)
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <random>

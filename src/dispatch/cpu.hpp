@@ -33,16 +33,24 @@ struct CpuInfo {
   // (family 25, the only one of that family with AVX-512) yes, Zen 5 (family 26) no; others keep
   // the pairs.
   bool narrow_tile_split = false;
-  // Whether GemmPath::rows against a B^T prefetches B^T's rows 4 KiB ahead in software
-  // (Kernels::gemm_rows_t_prefetch) rather than leaving them to the hardware prefetchers. Measured
-  // per vendor: the Intel Xeon above yes (A B^T 1 x 2304 x 768 took 0.95x the time with it); AMD
-  // Zen 4 (EPYC, family 25 model 17, 32 KiB L1d, 1 MiB L2) no: without over with (bench/ab-lib,
-  // AB_LIB_OFFSET=16, 11-15 pairs, bit-identical) AVX-512 1 x 2304 x 768 0.918-0.939x (two
-  // threads 0.908x), 4 rows 0.923x, 8 rows 0.990x, 1 x 768 x 3072 0.800x; AVX2 1 row 0.725x,
-  // SSE2 0.880x; with the one-row kernel's groups of 8 rows of B^T (matmul/gemm_rows_t_kernel.hpp)
-  // 1 x 2304 x 768 with the prefetch 1.129x the time. Zen 5 not measured, taken to be alike;
-  // others keep the prefetch (Intel not measured with the groups of 8).
-  bool rows_t_prefetch = true;
+  // The fewest rows of A for which GemmPath::rows against a B^T prefetches B^T's rows 4 KiB ahead
+  // in software (Kernels::gemm_rows_t_prefetch) rather than leaving them to the hardware
+  // prefetchers; SIZE_MAX: never. Measured per vendor:
+  // - the Intel Xeon above: 1 (A B^T 1 x 2304 x 768 took 0.95x the time with it; not measured
+  //   with the one-row kernel's groups of 8 rows of B^T).
+  // - AMD Zen 4 (EPYC, family 25 model 17, 32 KiB L1d, 1 MiB L2): never. Without over with
+  //   (bench/ab-lib, AB_LIB_OFFSET=16, 11-15 pairs, bit-identical) AVX-512 1 x 2304 x 768
+  //   0.918-0.939x (two threads 0.908x), 4 rows 0.923x, 8 rows 0.990x, 1 x 768 x 3072 0.800x;
+  //   AVX2 1 row 0.725x, SSE2 0.880x; with the one-row kernel's groups of 8 rows of B^T
+  //   (matmul/gemm_rows_t_kernel.hpp) 1 x 2304 x 768 with the prefetch 1.129x the time.
+  // - AMD Zen 5 (family 26): 2. The one-row kernel reads 8 rows of B^T at once, the others one
+  //   row at a time. With over without (the same way, AVX-512, 9-11 pairs), B^T hot in L3: 1 x 2304
+  //   x 768 1.063x, 1 x 768 x 3072 1.193x; 2 rows 0.953x, 3 rows 1.025x (4 of 11 won), 4 rows
+  //   0.896x (two threads 0.776x), 8 rows 1.022x (4 of 11), 4 x 768 x 3072 0.911x, 4 x 4096 x 1024
+  //   0.775x. B^T from memory (AB_LIB_B_COPIES=16, as a decoding step's weights): 1 row 1.005x, 2
+  //   rows 0.755x, 3 rows 0.923x, 4 rows 0.729x (two threads 0.642x), 8 rows 0.888x, 4 x 768 x 3072
+  //   0.777x.
+  std::size_t rows_t_prefetch_min_rows = 1;
   // Whether decoding's scores kernel prefetches the V rows P * V reads next into L1
   // (DirectPrefetch::v, attention/attention_fused.cpp; the K prefetch stays everywhere; where
   // decode_prefetch_l2 applies, the V rows go to L2 whatever this says). Measured

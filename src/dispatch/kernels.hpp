@@ -226,7 +226,7 @@ struct Kernels {
   std::size_t gemm_rows_t_max;
   GemmDirectKernel gemm_rows_t;
   // gemm_rows_t prefetching B^T 4 KiB ahead of its loads, with the same sums; taken where
-  // CpuInfo::rows_t_prefetch. nullptr on the scalar table.
+  // CpuInfo::rows_t_prefetch_min_rows. nullptr on the scalar table.
   GemmDirectKernel gemm_rows_t_prefetch;
   // A no-packing tile of up to gemm_prefetch_b_mr rows and gemm_prefetch_b_nr columns that
   // prefetches B's rows a few k steps ahead (GemmPath::prefetched in matmul/gemm.cpp: from

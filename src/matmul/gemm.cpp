@@ -208,8 +208,8 @@ bool use_streamed(const Kernels& kern, const GemmShape& s) {
 // 3072 0.776x, 6 x 512 x 1024 0.527x, 8 x 512 x 768 on two 0.780x; with B within L2 the tiles are
 // faster (8 x 256 x 512 took 1.43x the time by rows, 8 x 64 x 64 1.69x), so those keep them. A B^T
 // (a weight matrix stored [out, in]) is read row after row too, each output a dot product
-// (Kernels::gemm_rows_t, prefetching 4 KiB ahead where CpuInfo::rows_t_prefetch; Intel Xeon of
-// the README): A B^T 1 x 2304 x 768 0.59x the time of the streamed path (0.62x without the
+// (Kernels::gemm_rows_t, prefetching 4 KiB ahead by CpuInfo::rows_t_prefetch_min_rows; Intel Xeon
+// of the README): A B^T 1 x 2304 x 768 0.59x the time of the streamed path (0.62x without the
 // prefetch), 4 x 2304 x 768 0.60x (0.76x; two threads 0.61x; AVX2 0.53x, SSE2 0.45x), and
 // against the no-packing path 2 x 100 x 300 0.48x, 4 x 40 x 64 0.95x (bench/ab-lib, 7-9 pairs).
 // 5 to Kernels::gemm_rows_t_max (8) rows take it too where B^T is beyond half of L2 and A's
@@ -818,7 +818,7 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
         at = copy;
       }
       const GemmDirectKernel rows_t =
-          cpu_info().rows_t_prefetch ? kern.gemm_rows_t_prefetch : kern.gemm_rows_t;
+          s.m >= cpu_info().rows_t_prefetch_min_rows ? kern.gemm_rows_t_prefetch : kern.gemm_rows_t;
       rows_t(s.k, at, ldat, b.data + j0 * b.cs, b.cs, c + j0, ldc, alpha, beta, s.m, j1 - j0,
              bias ? bias + j0 : nullptr);
       return;

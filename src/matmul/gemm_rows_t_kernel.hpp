@@ -15,7 +15,7 @@ namespace ATTN_ISA_NS {
 
 // With kPrefetch, B^T is prefetched kPrefetchBytes ahead of the loads (addresses past the matrix
 // are computed as integers: a prefetch does not fault); the sums are the same either way
-// (CpuInfo::rows_t_prefetch says where it pays).
+// (CpuInfo::rows_t_prefetch_min_rows says where it pays).
 constexpr std::uintptr_t kPrefetchBytes = 4096;
 
 // One row of A against G consecutive rows of B^T: one accumulator per dot product, vector after
