@@ -135,6 +135,7 @@ CpuInfo detect() {
   info.l2_feeds_in_place_b = !intel;
   info.narrow_tile_split = intel || family_25;
   info.prefetched_many_rows = amd;
+  info.prefetched_next_panel = !(amd && info.family == 26);
   info.rows_t_prefetch_min_rows = family_25 ? SIZE_MAX : amd && info.family == 26 ? 2 : 1;
   info.decode_prefetch_v = !family_25;
   info.decode_prefetch_v_alone_min_rows = amd && info.family == 26 ? 2 : 1;

@@ -27,6 +27,14 @@ struct CpuInfo {
   // (matmul/gemm.cpp, use_prefetched). Measured per vendor: AMD Zen 5 yes, the Intel Xeon above
   // no (64 rows 1.03x the time); other CPUs keep 48.
   bool prefetched_many_rows = false;
+  // Whether GemmPath::prefetched fetches each panel's successor into L2 while the panel's later
+  // groups of rows run (matmul/gemm.cpp, kNextPanelMinGroups: measured there on Zen 4). AMD Zen 5
+  // (family 26) no: without over with (bench/ab-lib, AB_LIB_OFFSET=16, AVX-512, one thread, 11-15
+  // pairs, bit-identical) 128 x 2304 x 768 0.982x and 0.985x (13 of 15 won), 64 rows 0.969x, 32
+  // rows 0.949x, 48 x 768 x 3072 0.971x, 48 x 3072 x 768 0.964x; level at 192 x 2304 x 768
+  // (1.002x), 128 x 4096 x 1024 (0.997x) and 96 x 4096 x 4096 (0.998x); 48 x 4096 x 1024 1.012x
+  // (3 of 15). Others keep it (Intel and NEON not measured).
+  bool prefetched_next_panel = true;
   // Whether the one-vector no-packing tile broadcasts once per FMA for a few rows
   // (Kernels::gemm_direct_narrow_split) rather than in pairs of k steps with shuffles, which on
   // Intel cores share ports with the FMAs. Measured (kernels_avx512.cpp): Intel yes, AMD Zen 4

@@ -848,7 +848,8 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
 // 3 groups (16 rows 1.010x, 24 rows 0.954-1.023x); less work per prefetched row (AVX2's 16
 // columns at 25 rows 1.044-1.058x, 48 x 4096 x 1024 1.004-1.012x; SSE2's 8 at 128 rows
 // 1.015-1.056x); two threads (each over half the panels) at 32 and 36 rows 1.028-1.043x and
-// 1.056x, at 128 rows 0.974-0.985x: one thread only. Not measured on Zen 5, Intel or NEON.
+// 1.056x, at 128 rows 0.974-0.985x: one thread only. Zen 5 runs faster without it
+// (CpuInfo::prefetched_next_panel); not measured on Intel or NEON.
 constexpr std::size_t kNextPanelMinGroups = 4;
 constexpr std::size_t kNextPanelMinWork = 28 * 48;
 constexpr std::size_t kNextPanelMaxShare = 64;
@@ -931,7 +932,7 @@ void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float
       [&](std::size_t pc, std::size_t, std::size_t, std::size_t j0) {
         return b.data + pc * b.rs + j0;
       },
-      b.rs, beta, c, ldc, bias, /*next_panel_l2=*/true);
+      b.rs, beta, c, ldc, bias, cpu_info().prefetched_next_panel);
 }
 
 // GemmPath::packed: the Goto loop nest, op(B) packed per KC x NC block into `scratch` or, with
