@@ -2,10 +2,9 @@
 // hints (DirectPrefetch: K rows ahead, V rows for P * V) never change a score, so every ISA writes
 // the same bits with no hint, with the K hint alone, with both, with both at another K distance
 // and with both into L2 (the driver drops the V hint by CpuInfo::decode_prefetch_v, the thread
-// count and decode_prefetch_v_alone_min_rows, sets the distance from decode_k_ahead_bytes and L2
-// by decode_prefetch_l2 and the size of K and V, so a machine's attention tests run a few forms),
-// and
-// each score is scale times the dot product of a query row and a key row.
+// count and decode_prefetch_v_one_thread_min_rows, sets the distance from decode_k_ahead_bytes
+// and L2 by decode_prefetch_l2 and the size of K and V, so a machine's attention tests run a few
+// forms), and each score is scale times the dot product of a query row and a key row.
 // Tolerance: dk + 1 roundings (dk products and sums in float, the scale) of scale * sum |q||k|.
 #include <catch2/catch.hpp>
 #include <cfloat>

@@ -65,8 +65,8 @@ struct Plan {
   bool direct_k;
   // direct_k's prefetch hints (DirectPrefetch), from this CPU's rules: K and V into L2 where the
   // call's K and V come from memory (CpuInfo::decode_prefetch_l2), else K into L1 and V's rows
-  // where CpuInfo::decode_prefetch_v (on one thread, for decode_prefetch_v_alone_min_rows query
-  // rows per KV head or more); K's rows k_ahead_bytes ahead. Hints change no result.
+  // where CpuInfo::decode_prefetch_v (on one thread, for decode_prefetch_v_one_thread_min_rows
+  // query rows per KV head or more); K's rows k_ahead_bytes ahead. Hints change no result.
   bool kv_prefetch_l2, prefetch_v;
   std::size_t k_ahead_bytes;
   // Shared packs: K^T panels of every group in a batch, and V rows when V is not read in place.
@@ -78,6 +78,9 @@ struct Plan {
   std::size_t per_thread_bytes, partial_bytes, pack_bytes;
 };
 
+// `threads`: the threads the call runs on. Only the prefetch hints read it (prefetch_v), so that
+// attention_scratch_bytes may pass the Context's count where attention_run passes fewer: no size
+// or layout depends on it.
 Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   const AttentionDims& d = call.dims;
   Plan p{};
@@ -116,7 +119,7 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   p.kv_prefetch_l2 = p.direct_k && cpu.decode_prefetch_l2 && kv_bytes > cpu.l3_bytes / 2;
   const bool v_hint =
       cpu.decode_prefetch_v &&
-      (threads > 1 || sat_mul(d.len_q, p.group) >= cpu.decode_prefetch_v_alone_min_rows);
+      (threads > 1 || sat_mul(d.len_q, p.group) >= cpu.decode_prefetch_v_one_thread_min_rows);
   p.prefetch_v = d.dim_v > 0 && (v_hint || p.kv_prefetch_l2);  // V may have no data
   p.k_ahead_bytes = cpu.decode_k_ahead_bytes;
   // V is read in place when each of its rows holds whole NR-wide panels.

@@ -132,14 +132,15 @@ CpuInfo detect() {
   info.family = base_family == 0xF ? base_family + ((l1.a >> 20) & 0xFF) : base_family;
   const bool intel = is_intel(), amd = is_amd();
   const bool family_25 = amd && info.family == 0x19;  // Zen 4 measured (and Zen 3, not measured)
+  const bool family_26 = amd && info.family == 0x1A;  // Zen 5
   info.l2_feeds_in_place_b = !intel;
   info.narrow_tile_split = intel || family_25;
   info.prefetched_many_rows = amd;
-  info.prefetched_next_panel = !(amd && info.family == 26);
-  info.rows_t_prefetch_min_rows = family_25 ? SIZE_MAX : amd && info.family == 26 ? 2 : 1;
+  info.prefetched_next_panel = !family_26;
+  info.rows_t_prefetch_min_rows = family_26 ? 2 : amd ? SIZE_MAX : 1;
   info.decode_prefetch_v = !family_25;
-  info.decode_prefetch_v_alone_min_rows = amd && info.family == 26 ? 2 : 1;
-  info.decode_k_ahead_bytes = family_25 || (amd && info.family == 26) ? 4096 : 8192;
+  info.decode_prefetch_v_one_thread_min_rows = family_26 ? 2 : 1;
+  info.decode_k_ahead_bytes = family_25 || family_26 ? 4096 : 8192;
   info.decode_prefetch_l2 = family_25;
   info.avx512_double_pumped = family_25 && info.avx512;
   return info;

@@ -52,12 +52,14 @@ struct CpuInfo {
   //   AVX2 1 row 0.725x, SSE2 0.880x; with the one-row kernel's groups of 8 rows of B^T
   //   (matmul/gemm_rows_t_kernel.hpp) 1 x 2304 x 768 with the prefetch 1.129x the time.
   // - AMD Zen 5 (family 26): 2. The one-row kernel reads 8 rows of B^T at once, the others one
-  //   row at a time. With over without (the same way, AVX-512, 9-11 pairs), B^T hot in L3: 1 x 2304
+  //   row at a time. With over without (the same way, AVX-512 only, 9-11 pairs; AVX2 and SSE2 not
+  //   measured there), B^T hot in L3: 1 x 2304
   //   x 768 1.063x, 1 x 768 x 3072 1.193x; 2 rows 0.953x, 3 rows 1.025x (4 of 11 won), 4 rows
   //   0.896x (two threads 0.776x), 8 rows 1.022x (4 of 11), 4 x 768 x 3072 0.911x, 4 x 4096 x 1024
   //   0.775x. B^T from memory (AB_LIB_B_COPIES=16, as a decoding step's weights): 1 row 1.005x, 2
   //   rows 0.755x, 3 rows 0.923x, 4 rows 0.729x (two threads 0.642x), 8 rows 0.888x, 4 x 768 x 3072
   //   0.777x.
+  // - Other AMD CPUs: never, as Zen 4 (not measured); other vendors: 1.
   std::size_t rows_t_prefetch_min_rows = 1;
   // Whether decoding's scores kernel prefetches the V rows P * V reads next into L1
   // (DirectPrefetch::v, attention/attention_fused.cpp; the K prefetch stays everywhere; where
@@ -65,8 +67,9 @@ struct CpuInfo {
   // on AMD Zen 4 (family 25): no, without it (bench/ab-lib, AB_LIB_OFFSET=16, bit-identical)
   // attention 1x8x4x4096x128 took 0.859x and 0.895x the time, 1x12x1x1024x64 (K and V in L3)
   // 0.907x, 1x8x1x65536x128 (537 MB of K and V from DRAM) 0.828x; dropping the K prefetch
-  // instead took 1.298x. Zen 5 and the Intel Xeon measured it only together with the K prefetch
-  // (dispatch/kernels.hpp, DirectPrefetch) and keep it, but see decode_prefetch_v_alone_min_rows.
+  // instead took 1.298x. The Intel Xeon measured it only together with the K prefetch
+  // (dispatch/kernels.hpp, DirectPrefetch) and keeps it; Zen 5 keeps it but for one thread and
+  // one query row per KV head (decode_prefetch_v_one_thread_min_rows).
   bool decode_prefetch_v = true;
   // Where decode_prefetch_v holds, the fewest query rows per KV head (Lq times the GQA group) for
   // which a call on one thread still prefetches the V rows (calls on more threads always do).
@@ -78,23 +81,23 @@ struct CpuInfo {
   //   pairs, 7-15 won); with a program streaming 6.3 MB (L3) or 256 MB (DRAM) on the other core:
   //   1,12,1,1024,64 0.964x and 0.899x, 1,8,1,4096,128 0.992x.
   // - two threads, one row: 1,12,1,1024,64 1.130x and 1.128x, 1,8,1,4096,128 0.970x,
-  //   1,8,1,65536,128 1.103x: those keep it.
+  //   1,8,1,65536,128 1.103x (slower on 2 of 3): those keep it.
   // - one thread, more rows: faster only while K and V stay hot in L3 (4 rows: 1,12,4,1024,64
   //   0.810x, 1,8,4,1024,128 0.877x; 2 rows: 1,8,2,1024,128 0.967x), slower beyond (4 rows:
   //   1,8,4,2048,128 1.124x, 3072 1.276x, 4096 1.167x, 16384 1.220x; 2 rows: 1,8,2,4096,128
   //   1.124x), where a decoding step's K and V usually come from (the model's other layers evict
   //   them): those keep it.
-  // - V prefetched to L2 instead (prefetcht1), one thread: 1,12,1,1024,64 0.984x, 1,8,4,4096,128
-  //   1.090x, 1,8,1,4096,128 1.019x.
+  // - V prefetched to L2 (prefetcht1) instead of L1, every row count, time over L1's: one thread
+  //   1,12,1,1024,64 0.984x, 1,8,4,4096,128 1.090x, 1,8,1,4096,128 1.019x.
   // Elsewhere 1 (not measured: the Intel Xeon).
-  std::size_t decode_prefetch_v_alone_min_rows = 1;
+  std::size_t decode_prefetch_v_one_thread_min_rows = 1;
   // How far ahead that kernel prefetches K's rows (DirectPrefetch::k_ahead_bytes). Zen 4: 4 KiB,
   // against 8 (bench/ab-lib, bit-identical) 1x8x4x4096x128 0.945x, 0.973x and 0.974x the time,
   // 1x12x1x1024x64 0.960x and 0.978x, 1x8x1x65536x128 (K and V from DRAM) 0.908x; 2 KiB 0.959x,
   // 16 KiB 1.003x. Zen 5 (family 26): 4 KiB too, against 8 (the same way, with
-  // decode_prefetch_v_alone_min_rows 2): one thread 1,12,1,1024,64 0.961x, 1,12,4,1024,64 0.973x,
-  // 1,8,4,4096,128 0.941x, 8192 0.953x, 16384 1.050x and 1.026x (quartiles 0.998-1.127, 3 of 7),
-  // 65536 0.955x, 1,8,1,65536,128 0.766x; two threads 1,12,1,1024,64 0.952x, 1,8,4,4096,128
+  // decode_prefetch_v_one_thread_min_rows 2): one thread 1,12,1,1024,64 0.961x, 1,12,4,1024,64
+  // 0.973x, 1,8,4,4096,128 0.941x, 8192 0.953x, 16384 1.050x and 1.026x (quartiles 0.998-1.127, 3
+  // of 7), 65536 0.955x, 1,8,1,65536,128 0.766x; two threads 1,12,1,1024,64 0.952x, 1,8,4,4096,128
   // 0.813x (7-11 pairs; bench/ab had read 4 and 16 KiB no better: kernels.hpp). Elsewhere 8 KiB.
   std::size_t decode_k_ahead_bytes = 8192;
   // Whether, where a decoding call's K and V exceed half of L3 (so each call reads them from
