@@ -33,7 +33,9 @@ struct CpuInfo {
   // pairs, bit-identical) 128 x 2304 x 768 0.982x and 0.985x (13 of 15 won), 64 rows 0.969x, 32
   // rows 0.949x, 48 x 768 x 3072 0.971x, 48 x 3072 x 768 0.964x; level at 192 x 2304 x 768
   // (1.002x), 128 x 4096 x 1024 (0.997x) and 96 x 4096 x 4096 (0.998x); 48 x 4096 x 1024 1.012x
-  // (3 of 15). Others keep it (Intel and NEON not measured).
+  // (3 of 15). Later, with over without: 128 x 2304 x 768 1.069x (0 of 11); AVX2 (whose 6 x 16
+  // tile gained 0.899x from it on Zen 4) level, 128 rows 0.990x (quartiles 0.976-1.002), 32 rows
+  // 1.007x. Others keep it (Intel and NEON not measured).
   bool prefetched_next_panel = true;
   // Whether the one-vector no-packing tile broadcasts once per FMA for a few rows
   // (Kernels::gemm_direct_narrow_split) rather than in pairs of k steps with shuffles, which on
@@ -52,13 +54,12 @@ struct CpuInfo {
   //   AVX2 1 row 0.725x, SSE2 0.880x; with the one-row kernel's groups of 8 rows of B^T
   //   (matmul/gemm_rows_t_kernel.hpp) 1 x 2304 x 768 with the prefetch 1.129x the time.
   // - AMD Zen 5 (family 26): 2. The one-row kernel reads 8 rows of B^T at once, the others one
-  //   row at a time. With over without (the same way, AVX-512 only, 9-11 pairs; AVX2 and SSE2 not
-  //   measured there), B^T hot in L3: 1 x 2304
-  //   x 768 1.063x, 1 x 768 x 3072 1.193x; 2 rows 0.953x, 3 rows 1.025x (4 of 11 won), 4 rows
-  //   0.896x (two threads 0.776x), 8 rows 1.022x (4 of 11), 4 x 768 x 3072 0.911x, 4 x 4096 x 1024
-  //   0.775x. B^T from memory (AB_LIB_B_COPIES=16, as a decoding step's weights): 1 row 1.005x, 2
-  //   rows 0.755x, 3 rows 0.923x, 4 rows 0.729x (two threads 0.642x), 8 rows 0.888x, 4 x 768 x 3072
-  //   0.777x.
+  //   row at a time. With over without (the same way, AVX-512, 9-11 pairs), B^T hot in L3:
+  //   1 x 2304 x 768 1.063x, 1 x 768 x 3072 1.193x; 2 rows 0.953x, 3 rows 1.025x (4 of 11 won),
+  //   4 rows 0.896x (two threads 0.776x), 8 rows 1.022x (4 of 11), 4 x 768 x 3072 0.911x,
+  //   4 x 4096 x 1024 0.775x. B^T from memory (AB_LIB_B_COPIES=16, as a decoding step's weights):
+  //   1 row 1.005x, 2 rows 0.755x, 3 rows 0.923x, 4 rows 0.729x (two threads 0.642x), 8 rows
+  //   0.888x, 4 x 768 x 3072 0.777x. AVX2 4 x 2304 x 768 from memory 0.953x; SSE2 not measured.
   // - Other AMD CPUs: never, as Zen 4 (not measured); other vendors: 1.
   std::size_t rows_t_prefetch_min_rows = 1;
   // Whether decoding's scores kernel prefetches the V rows P * V reads next into L1
