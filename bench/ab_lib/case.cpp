@@ -68,6 +68,10 @@ struct Case {
   // call reading the next, so that B comes from memory as a decoding step's weights do (N copies
   // beyond L3).
   std::vector<Buffer> b_copies;
+  // AB_LIB_KV_COPIES=N (the attention kinds): N copies of K and of V, each call reading the next
+  // pair, so that K and V come from memory as a decoding step's do (the model's other layers
+  // evict them between its steps).
+  std::vector<Buffer> k_copies, v_copies;
   std::size_t next_copy = 0;
 
   attn::MatrixView<const float> b_view() {
@@ -98,9 +102,16 @@ struct Case {
     } else {
       attn::AttentionOptions opt;
       if (kind == 3) opt.mask = attn::Mask::causal();
+      const float* kd = kk.data();
+      const float* vd = v.data();
+      if (!k_copies.empty()) {
+        kd = k_copies[next_copy].data();
+        vd = v_copies[next_copy].data();
+        next_copy = (next_copy + 1) % k_copies.size();
+      }
       st = attn::attention(ctx, attn::make_bhsd<const float>(q.data(), batch, heads, m, k),
-                           attn::make_bhsd<const float>(kk.data(), batch, heads, n, k),
-                           attn::make_bhsd<const float>(v.data(), batch, heads, n, k),
+                           attn::make_bhsd<const float>(kd, batch, heads, n, k),
+                           attn::make_bhsd<const float>(vd, batch, heads, n, k),
                            attn::make_bhsd(o.data(), batch, heads, m, k), opt);
     }
     if (!st.ok()) {
@@ -128,7 +139,12 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
   if (copies != nullptr && (!is_matmul(kind) || count < 1)) {
     std::fprintf(stderr,
                  "bench/ab-lib: AB_LIB_B_COPIES takes a count of 1 or more, for the matmul kinds "
-                 "only (N copies of B take N times its memory per build)\n");
+                 "only (N copies of B take N times its memory per build; AB_LIB_KV_COPIES for "
+                 "attention)\n");
+    std::exit(2);
+  }
+  if (std::getenv("AB_LIB_KV_COPIES") != nullptr && is_matmul(kind)) {
+    std::fprintf(stderr, "bench/ab-lib: AB_LIB_KV_COPIES is for the attention kinds\n");
     std::exit(2);
   }
   if (is_matmul(kind)) {
@@ -165,6 +181,22 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
     fill(c->kk, rows * c->n);
     fill(c->v, rows * c->n);
     c->o.resize(rows * c->m);
+    const char* kv = std::getenv("AB_LIB_KV_COPIES");
+    const long kv_count = kv ? std::strtol(kv, nullptr, 10) : 0;
+    if (kv != nullptr && kv_count < 1) {
+      std::fprintf(stderr, "bench/ab-lib: AB_LIB_KV_COPIES takes a count of 1 or more\n");
+      std::exit(2);
+    }
+    if (kv_count > 1) {
+      c->k_copies.resize(static_cast<std::size_t>(kv_count));
+      c->v_copies.resize(static_cast<std::size_t>(kv_count));
+      for (long i = 0; i < kv_count; ++i) {
+        c->k_copies[i].resize(rows * c->n);
+        std::copy(c->kk.p, c->kk.p + rows * c->n, c->k_copies[i].p);
+        c->v_copies[i].resize(rows * c->n);
+        std::copy(c->v.p, c->v.p + rows * c->n, c->v_copies[i].p);
+      }
+    }
   }
   c->run();
   return c;

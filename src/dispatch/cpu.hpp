@@ -80,14 +80,16 @@ struct CpuInfo {
   //   1,8,1,1024,128 0.898x, 1,8,1,2048,128 0.912x, 1,32,1,512,128 0.857x, 1,8,1,3072,128 (25 MB)
   //   0.887x, 1,8,1,4096,128 (33.5 MB) 0.941x, 1,8,1,65536,128 (537 MB, from DRAM) 0.838x (9-15
   //   pairs, 7-15 won); with a program streaming 6.3 MB (L3) or 256 MB (DRAM) on the other core:
-  //   1,12,1,1024,64 0.964x and 0.899x, 1,8,1,4096,128 0.992x.
+  //   1,12,1,1024,64 0.964x and 0.899x, 1,8,1,4096,128 0.992x; 1,12,1,1024,64 with K and V from
+  //   memory (16 copies in turn, AB_LIB_KV_COPIES) level (1.004x the time with it, 5 of 11).
   // - two threads, one row: 1,12,1,1024,64 1.130x and 1.128x, 1,8,1,4096,128 0.970x,
   //   1,8,1,65536,128 1.103x (slower on 2 of 3): those keep it.
   // - one thread, more rows: faster only while K and V stay hot in L3 (4 rows: 1,12,4,1024,64
   //   0.810x, 1,8,4,1024,128 0.877x; 2 rows: 1,8,2,1024,128 0.967x), slower beyond (4 rows:
   //   1,8,4,2048,128 1.124x, 3072 1.276x, 4096 1.167x, 16384 1.220x; 2 rows: 1,8,2,4096,128
-  //   1.124x), where a decoding step's K and V usually come from (the model's other layers evict
-  //   them): those keep it.
+  //   1.124x) and with small K and V from memory (AB_LIB_KV_COPIES=16: 4 rows 1,12,4,1024,64
+  //   1.141x, 1,8,4,1024,128 1.352x), where a decoding step's K and V usually come from (the
+  //   model's other layers evict them): those keep it.
   // - V prefetched to L2 (prefetcht1) instead of L1, every row count, time over L1's: one thread
   //   1,12,1,1024,64 0.984x, 1,8,4,4096,128 1.090x, 1,8,1,4096,128 1.019x.
   // Elsewhere 1 (not measured: the Intel Xeon).
