@@ -101,7 +101,9 @@ struct CpuInfo {
   // decode_prefetch_v_one_thread_min_rows 2): one thread 1,12,1,1024,64 0.961x, 1,12,4,1024,64
   // 0.973x, 1,8,4,4096,128 0.941x, 8192 0.953x, 16384 1.050x and 1.026x (quartiles 0.998-1.127, 3
   // of 7), 65536 0.955x, 1,8,1,65536,128 0.766x; two threads 1,12,1,1024,64 0.952x, 1,8,4,4096,128
-  // 0.813x (7-11 pairs; bench/ab had read 4 and 16 KiB no better: kernels.hpp). Elsewhere 8 KiB.
+  // 0.813x (7-11 pairs; bench/ab had read 4 and 16 KiB no better: kernels.hpp); with K and V
+  // from memory (AB_LIB_KV_COPIES=16) 1,12,1,1024,64 0.986x, 1,12,4,1024,64 0.975x (8 KiB's
+  // 1.014x and 1.026x inverted; quartiles across 1). Elsewhere 8 KiB.
   std::size_t decode_k_ahead_bytes = 8192;
   // Whether, where a decoding call's K and V exceed half of L3 (so each call reads them from
   // memory), that kernel prefetches K's rows and the tile's V rows into L2 (prefetcht1,
