@@ -121,6 +121,16 @@ struct Case {
   }
 };
 
+// `copies` buffers holding the first `count` floats of `x` each, on the same alignment.
+std::vector<Buffer> copies_of(Buffer& x, std::size_t count, std::size_t copies) {
+  std::vector<Buffer> out(copies);
+  for (Buffer& copy : out) {
+    copy.resize(count);
+    std::copy(x.p, x.p + count, copy.p);
+  }
+  return out;
+}
+
 void fill(Buffer& x, std::size_t count) {
   x.resize(count);
   for (std::size_t i = 0; i < count; ++i)
@@ -151,13 +161,8 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
     fill(c->a, c->m * c->k);
     fill(c->b, c->k * c->n);
     c->c.resize(c->m * c->n);
-    if (count > 1 && kind <= 1) {
-      c->b_copies.resize(static_cast<std::size_t>(count));
-      for (Buffer& copy : c->b_copies) {
-        copy.resize(c->k * c->n);
-        std::copy(c->b.p, c->b.p + c->k * c->n, copy.p);
-      }
-    }
+    if (count > 1 && kind <= 1)
+      c->b_copies = copies_of(c->b, c->k * c->n, static_cast<std::size_t>(count));
 #if defined(AB_LIB_HAVE_PACKED)
     if (kind >= 4) {
       c->packed_copies.resize(count > 1 ? static_cast<std::size_t>(count) : 0);
@@ -188,14 +193,8 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
       std::exit(2);
     }
     if (kv_count > 1) {
-      c->k_copies.resize(static_cast<std::size_t>(kv_count));
-      c->v_copies.resize(static_cast<std::size_t>(kv_count));
-      for (long i = 0; i < kv_count; ++i) {
-        c->k_copies[i].resize(rows * c->n);
-        std::copy(c->kk.p, c->kk.p + rows * c->n, c->k_copies[i].p);
-        c->v_copies[i].resize(rows * c->n);
-        std::copy(c->v.p, c->v.p + rows * c->n, c->v_copies[i].p);
-      }
+      c->k_copies = copies_of(c->kk, rows * c->n, static_cast<std::size_t>(kv_count));
+      c->v_copies = copies_of(c->v, rows * c->n, static_cast<std::size_t>(kv_count));
     }
   }
   c->run();
