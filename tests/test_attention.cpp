@@ -981,6 +981,48 @@ TEST_CASE("attention, fused path: blocked non-finite V stays out, NaN scores mak
   }
 }
 
+// A task asks whether the V rows of each tile its mask cuts are finite (Task::v_finite), and a
+// thread remembers the rows of a KV head it has found finite so that its next tasks skip them.
+// One V row per KV head holds a NaN that the first query tiles' rows never attend and later
+// ones do: a row that does not attend it must stay finite (a 0 weight times NaN is NaN), one that
+// does is NaN in that column. Causal: each query tile's keys extend the last one's; a window:
+// they move, so a remembered range is extended at its end or dropped. Rows 150 and 60 lie past
+// the first query tile (at most 56 rows on every ISA) and within a later one; Dv 32: V in place
+// on AVX-512 and AVX2, Dv 5: packed.
+TEST_CASE("attention: a thread remembers the V rows it found finite and never a non-finite one",
+          "[attention][ieee][mask]") {
+  unsigned n = 0;
+  for (std::size_t dv : {32, 5}) {
+    for (bool window : {false, true}) {
+      attn_test::AttentionCase c;
+      c.B = 1, c.Hq = 4, c.Hkv = 2, c.Lq = c.Lk = 200, c.Dk = 16, c.Dv = dv;
+      c.causal = !window;
+      c.window = window, c.window_left = 70, c.window_right = 0;
+      c.seed = 900 + n++;
+      INFO(c);
+      attn_test::AttentionProblem p(c);
+      auto v = p.v_view();
+      const std::size_t poisoned[2] = {150, 60};
+      for (std::size_t hk = 0; hk < 2; ++hk)
+        v(0, hk, poisoned[hk], 0) = attn_test::nan_f();
+      attn_test::AttentionResult want;
+      REQUIRE(p.run(nullptr, false, &want).ok());
+      // The reference: column 0 is NaN exactly in the rows that attend their head's NaN row.
+      std::size_t unexpected = 0;
+      for (std::size_t h = 0; h < c.Hq; ++h) {
+        const std::size_t j = poisoned[h / 2];
+        for (std::size_t i = 0; i < c.Lq; ++i) {
+          const bool attends = i >= j && (!window || i - j <= c.window_left);
+          for (std::size_t x = 0; x < dv; ++x)
+            unexpected += std::isnan(want.out[(h * c.Lq + i) * dv + x]) != (attends && x == 0);
+        }
+      }
+      CHECK(unexpected == 0);
+      attn_test::check_problem_everywhere(p, want, false, thread_counts());
+    }
+  }
+}
+
 // README "Guarantees": "Dk == 0 gives uniform weights over the keys left; Dv == 0 still writes
 // the weights". Every mask (with_mask), on the latency path (Lk 4), the fused path (with Dv == 0
 // K in place or packed: 2 or 20 query rows; with Dk == 0 always packed, having no elements), the
