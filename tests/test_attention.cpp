@@ -257,6 +257,53 @@ TEST_CASE("attention of at most 4 query rows per KV head (decoding) reads K in p
   }
 }
 
+// One query row per KV head (MHA decoding) runs its keys in tiles of 512 rather than the fused
+// tile's (Plan::key_tile in attention/attention_fused.cpp): key counts around multiples of 512,
+// every mask kind cutting tiles anywhere, and (every third case) a NaN in the V row of a key the
+// window blocks, before the window and in a tile it cuts, so that tile takes the path that skips
+// blocked keys. No weights (their two passes keep the fused tile).
+TEST_CASE("MHA decoding in tiles of 512 keys with every mask kind", "[attention][direct]") {
+  attn_test::Rng rng(25);
+  const std::size_t lks[] = {511, 512, 513, 1100, 1537};
+  unsigned n = 0;
+  for (std::size_t lk : lks) {
+    for (unsigned bits : {0u, 1u, 3u, 5u, 7u, 9u, 17u, 33u, 39u, 45u, 63u}) {
+      AttentionCase c;
+      c.B = 2, c.Hq = c.Hkv = 1 + n % 3, c.Lq = 1, c.Lk = lk;
+      c.Dk = n % 2 ? 64 : 24;
+      c.Dv = n % 4 < 2 ? 80 : 16;
+      c.bshd = n % 5 == 0;
+      c.seed = 1500 + n;
+      c = with_mask(c, bits, rng);
+      // A window whose keys end before the poisoned row and start past the first tile.
+      if (n % 3 == 0) {
+        c.causal = false, c.key_lengths = false, c.allowed = false;
+        c.window = true, c.window_align = attn::CausalAlign::bottom_right;
+        c.window_left = std::min<std::size_t>(lk - 1, 300), c.window_right = 0;
+      }
+      INFO(c);
+      attn_test::AttentionProblem p(c);
+      if (n % 3 == 0) {
+        auto v = p.v_view();
+        const std::size_t blocked = lk - 1 - c.window_left - 1 - n % 7;  // before the window
+        if (blocked < lk) {
+          for (std::size_t b = 0; b < c.B; ++b)
+            for (std::size_t h = 0; h < c.Hkv; ++h)
+              v(b, h, blocked, 0) = attn_test::nan_f();
+        }
+      }
+      attn_test::AttentionResult want;
+      REQUIRE(p.run(nullptr, false, &want).ok());
+      if (n % 3 == 0) {
+        for (float x : want.out)
+          REQUIRE(std::isfinite(x));
+      }
+      attn_test::check_problem_everywhere(p, want, false, thread_counts());
+      ++n;
+    }
+  }
+}
+
 TEST_CASE("decoding whose K and V exceed half of L3 (prefetched into L2 on some CPUs)",
           "[attention][direct]") {
   // Where CpuInfo::decode_prefetch_l2 holds, K and V beyond half of L3 take the scores kernel's

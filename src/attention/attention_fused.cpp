@@ -53,9 +53,22 @@ constexpr std::size_t kSplitMinKeys = 2048;
 constexpr std::size_t kSplitChunkKeys = 1024;
 constexpr std::size_t kSplitMaxChunks = 16;
 constexpr double kMinParallelFlops = 2e6;
+// Keys per tile of a decoding task with one query row (MHA decoding; Plan::key_tile).
+constexpr std::size_t kOneRowTileKeys = 512;
 
 struct Plan {
   std::size_t mr, nr, bq, bk;
+  // The keys of one tile in run_fused: bk, or, for a task of one query row (direct_k, Lq = 1, no
+  // GQA group), kOneRowTileKeys, in the row of bq * bk scores its scratch holds. Its softmax
+  // and its P*V (attention_pv_few's one-row kernel, whose P has no row stride) then run over 512
+  // keys at a time, and the task turns from K to V a quarter as often. bench/ab-lib (Zen 5,
+  // AB_LIB_OFFSET=16, one thread, against 128-key tiles; the sums group differently, within the
+  // bounds): attention 1,12,1,1024,64 0.905x the time, K and V from memory (AB_LIB_KV_COPIES=16)
+  // 0.934x, two threads 0.919x, AVX2 0.984x and 0.961x; 1,12,1,2048,64 0.912x, 1,12,1,300,64
+  // 0.913x; 1,32,1,4096,128 (134 MB) 0.978x. Tiles of 256 keys: 0.952x, 0.928x and 0.970x on
+  // the first, second and last; 1024 keys: 0.940x, 0.949x, 0.971x; whole rows (the tile up to
+  // bq * bk): 0.854x, 0.942x, but 1.040x and 1.000x on the last.
+  std::size_t key_tile;
   std::size_t dk, dv, dv_pad;
   std::size_t group, heads_per_task, head_chunks, q_tiles;
   std::size_t k_chunks, k_chunk_len;
@@ -113,6 +126,9 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   // Packing K^T pays when its panels are reused by many query rows; with at most kDirectRows rows
   // per KV head, the scores read K where it is.
   p.direct_k = sat_mul(d.len_q, p.group) <= kDirectRows && call.k.strides[2] > 0;
+  p.key_tile = p.direct_k && sat_mul(d.len_q, p.group) == 1 && kern.attention_pv_few != nullptr
+                   ? std::min(kOneRowTileKeys, p.bq * p.bk)
+                   : p.bk;
   const CpuInfo& cpu = cpu_info();
   const std::size_t kv_bytes =
       sat_mul(sat_mul(p.groups, d.len_k), sat_mul(sat_add(d.dim_k, d.dim_v), sizeof(float)));
@@ -573,8 +589,8 @@ class Task {
       for (std::size_t pass = 0; pass < passes_; ++pass)
         pack_q(pass);
     }
-    for (std::size_t k0 = first_tile(begin); k0 < end; k0 += p_.bk) {
-      const std::size_t cols = std::min(p_.bk, end - k0);
+    for (std::size_t k0 = first_tile(begin); k0 < end; k0 += p_.key_tile) {
+      const std::size_t cols = std::min(p_.key_tile, end - k0);
       const bool cut = tile_is_cut(k0, cols);
       const bool careful = (cut || careful_mask) && !v_finite(k0, cols);
       const bool first = k0 == first_tile(begin) && !p_.direct_k;
