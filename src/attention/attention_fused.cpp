@@ -133,8 +133,12 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   const std::size_t kv_bytes =
       sat_mul(sat_mul(p.groups, d.len_k), sat_mul(sat_add(d.dim_k, d.dim_v), sizeof(float)));
   p.kv_prefetch_l2 = p.direct_k && cpu.decode_prefetch_l2 && kv_bytes > cpu.l3_bytes / 2;
+  // Not on 512-key tiles (key_tile): the hint fetches the tile's V rows into L1 as the scores
+  // reach their keys, 128 KiB at Dv 64, which L1 cannot hold until P*V reads them. Zen 5, two
+  // threads (bench/ab-lib as for key_tile, time without the hint over with it): 1,12,1,1024,64
+  // 1.041x, but K and V from memory 0.933x, and 1,32,1,4096,128 0.888x.
   const bool v_hint =
-      cpu.decode_prefetch_v &&
+      cpu.decode_prefetch_v && p.key_tile == p.bk &&
       (threads > 1 || sat_mul(d.len_q, p.group) >= cpu.decode_prefetch_v_one_thread_min_rows);
   p.prefetch_v = d.dim_v > 0 && (v_hint || p.kv_prefetch_l2);  // V may have no data
   p.k_ahead_bytes = cpu.decode_k_ahead_bytes;

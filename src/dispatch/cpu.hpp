@@ -70,7 +70,9 @@ struct CpuInfo {
   // 0.907x, 1x8x1x65536x128 (537 MB of K and V from DRAM) 0.828x; dropping the K prefetch
   // instead took 1.298x. The Intel Xeon measured it only together with the K prefetch
   // (dispatch/kernels.hpp, DirectPrefetch) and keeps it; Zen 5 keeps it but for one thread and
-  // one query row per KV head (decode_prefetch_v_one_thread_min_rows).
+  // one query row per KV head (decode_prefetch_v_one_thread_min_rows). One query row per KV head
+  // runs 512-key tiles whose V rows L1 cannot hold (Plan::key_tile): those never take it, on any
+  // CPU. The two-thread measurements below predate those tiles.
   bool decode_prefetch_v = true;
   // Where decode_prefetch_v holds, the fewest query rows per KV head (Lq times the GQA group) for
   // which a call on one thread still prefetches the V rows (calls on more threads always do).
