@@ -259,9 +259,13 @@ TEST_CASE("attention of at most 4 query rows per KV head (decoding) reads K in p
 
 // One query row per KV head (MHA decoding) runs its keys in tiles of 512 rather than the fused
 // tile's (Plan::key_tile in attention/attention_fused.cpp): key counts around multiples of 512,
-// every mask kind cutting tiles anywhere, and (every third case) a NaN in the V row of a key the
-// window blocks, before the window and in a tile it cuts, so that tile takes the path that skips
-// blocked keys. No weights (their two passes keep the fused tile).
+// every mask kind cutting tiles anywhere. Every third case: a window of the last 301 keys and a
+// boolean mask, with NaN in the V rows of two blocked keys: one just before the window, at or
+// past its first 8-key boundary, so within the first tile read on every ISA (tiles start on K
+// panel boundaries, 8 keys or more), and one inside the window, 200 keys or more past its start
+// (at least 410 keys into a 512-key tile), which the boolean mask blocks. Its tile must take the
+// path that skips blocked keys (Task::v_finite: a 0 weight times NaN is NaN). No weights (their
+// two passes keep the fused tile).
 TEST_CASE("MHA decoding in tiles of 512 keys with every mask kind", "[attention][direct]") {
   attn_test::Rng rng(25);
   const std::size_t lks[] = {511, 512, 513, 1100, 1537};
@@ -269,32 +273,39 @@ TEST_CASE("MHA decoding in tiles of 512 keys with every mask kind", "[attention]
   for (std::size_t lk : lks) {
     for (unsigned bits : {0u, 1u, 3u, 5u, 7u, 9u, 17u, 33u, 39u, 45u, 63u}) {
       AttentionCase c;
-      c.B = 2, c.Hq = c.Hkv = 1 + n % 3, c.Lq = 1, c.Lk = lk;
+      c.B = 2, c.Hq = c.Hkv = 1 + n / 3 % 3, c.Lq = 1, c.Lk = lk;
       c.Dk = n % 2 ? 64 : 24;
       c.Dv = n % 4 < 2 ? 80 : 16;
       c.bshd = n % 5 == 0;
       c.seed = 1500 + n;
       c = with_mask(c, bits, rng);
-      // A window whose keys end before the poisoned row and start past the first tile.
-      if (n % 3 == 0) {
-        c.causal = false, c.key_lengths = false, c.allowed = false;
+      const bool poison = n % 3 == 0;
+      const std::size_t begin = lk - 301;  // the window's first key
+      if (poison) {
+        c.causal = false, c.key_lengths = false;
         c.window = true, c.window_align = attn::CausalAlign::bottom_right;
-        c.window_left = std::min<std::size_t>(lk - 1, 300), c.window_right = 0;
+        c.window_left = 300, c.window_right = 0;
+        c.allowed = true, c.allowed_bcast_b = c.allowed_bcast_h = c.allowed_bcast_q = false;
       }
       INFO(c);
       attn_test::AttentionProblem p(c);
-      if (n % 3 == 0) {
+      if (poison) {
+        REQUIRE(begin % 8 != 0);  // else no key before the window shares its 8-key block
+        const std::size_t keys[2] = {begin - 1 - n % (begin % 8), begin + 200 + n % 50};
         auto v = p.v_view();
-        const std::size_t blocked = lk - 1 - c.window_left - 1 - n % 7;  // before the window
-        if (blocked < lk) {
-          for (std::size_t b = 0; b < c.B; ++b)
-            for (std::size_t h = 0; h < c.Hkv; ++h)
-              v(b, h, blocked, 0) = attn_test::nan_f();
+        auto allowed = p.allowed_view();
+        for (std::size_t b = 0; b < c.B; ++b) {
+          for (std::size_t h = 0; h < c.Hkv; ++h) {
+            for (std::size_t j : keys) {
+              v(b, h, j, 0) = attn_test::nan_f();
+              allowed(b, h, 0, j) = 0;
+            }
+          }
         }
       }
       attn_test::AttentionResult want;
       REQUIRE(p.run(nullptr, false, &want).ok());
-      if (n % 3 == 0) {
+      if (poison) {
         for (float x : want.out)
           REQUIRE(std::isfinite(x));
       }
@@ -1033,39 +1044,49 @@ TEST_CASE("attention, fused path: blocked non-finite V stays out, NaN scores mak
 // One V row per KV head holds a NaN that the first query tiles' rows never attend and later
 // ones do: a row that does not attend it must stay finite (a 0 weight times NaN is NaN), one that
 // does is NaN in that column. Causal: each query tile's keys extend the last one's; a window:
-// they move, so a remembered range is extended at its end or dropped. Rows 150 and 60 lie past
-// the first query tile (at most 56 rows on every ISA) and within a later one; Dv 32: V in place
-// on AVX-512 and AVX2, Dv 5: packed.
+// they move, so a remembered range is extended at its end or dropped. The rows (150, 60 for the
+// KV heads of batch 0, 30, 170 for batch 1) lie past the first query tile (at most 56 rows on
+// every ISA) and within a later one, but 30: with one KV head, batch 1's first task asks of rows
+// that one thread found finite for batch 0's, so that the batch must be part of what is
+// remembered. A failed check remembered would show in batch 0's KV head 1 under the window:
+// its third query tile's rows more than 70 past the NaN. Dv 32: V in place on AVX-512 and AVX2,
+// Dv 5: packed.
 TEST_CASE("attention: a thread remembers the V rows it found finite and never a non-finite one",
           "[attention][ieee][mask]") {
   unsigned n = 0;
   for (std::size_t dv : {32, 5}) {
-    for (bool window : {false, true}) {
-      attn_test::AttentionCase c;
-      c.B = 1, c.Hq = 4, c.Hkv = 2, c.Lq = c.Lk = 200, c.Dk = 16, c.Dv = dv;
-      c.causal = !window;
-      c.window = window, c.window_left = 70, c.window_right = 0;
-      c.seed = 900 + n++;
-      INFO(c);
-      attn_test::AttentionProblem p(c);
-      auto v = p.v_view();
-      const std::size_t poisoned[2] = {150, 60};
-      for (std::size_t hk = 0; hk < 2; ++hk)
-        v(0, hk, poisoned[hk], 0) = attn_test::nan_f();
-      attn_test::AttentionResult want;
-      REQUIRE(p.run(nullptr, false, &want).ok());
-      // The reference: column 0 is NaN exactly in the rows that attend their head's NaN row.
-      std::size_t unexpected = 0;
-      for (std::size_t h = 0; h < c.Hq; ++h) {
-        const std::size_t j = poisoned[h / 2];
-        for (std::size_t i = 0; i < c.Lq; ++i) {
-          const bool attends = i >= j && (!window || i - j <= c.window_left);
-          for (std::size_t x = 0; x < dv; ++x)
-            unexpected += std::isnan(want.out[(h * c.Lq + i) * dv + x]) != (attends && x == 0);
+    for (std::size_t hkv : {1, 2}) {
+      for (bool window : {false, true}) {
+        attn_test::AttentionCase c;
+        c.B = 2, c.Hq = 2 * hkv, c.Hkv = hkv, c.Lq = c.Lk = 200, c.Dk = 16, c.Dv = dv;
+        c.causal = !window;
+        c.window = window, c.window_left = 70, c.window_right = 0;
+        c.seed = 900 + n++;
+        INFO(c);
+        attn_test::AttentionProblem p(c);
+        auto v = p.v_view();
+        const std::size_t poisoned[2][2] = {{150, 60}, {30, 170}};
+        for (std::size_t b = 0; b < 2; ++b)
+          for (std::size_t hk = 0; hk < hkv; ++hk)
+            v(b, hk, poisoned[b][hk], 0) = attn_test::nan_f();
+        attn_test::AttentionResult want;
+        REQUIRE(p.run(nullptr, false, &want).ok());
+        // The reference: column 0 is NaN exactly in the rows that attend their head's NaN row.
+        std::size_t unexpected = 0;
+        for (std::size_t b = 0; b < 2; ++b) {
+          for (std::size_t h = 0; h < c.Hq; ++h) {
+            const std::size_t j = poisoned[b][h / 2];
+            for (std::size_t i = 0; i < c.Lq; ++i) {
+              const bool attends = i >= j && (!window || i - j <= c.window_left);
+              const float* out = &want.out[((b * c.Hq + h) * c.Lq + i) * dv];
+              for (std::size_t x = 0; x < dv; ++x)
+                unexpected += std::isnan(out[x]) != (attends && x == 0);
+            }
+          }
         }
+        CHECK(unexpected == 0);
+        attn_test::check_problem_everywhere(p, want, false, thread_counts());
       }
-      CHECK(unexpected == 0);
-      attn_test::check_problem_everywhere(p, want, false, thread_counts());
     }
   }
 }

@@ -59,7 +59,10 @@ constexpr std::size_t kOneRowTileKeys = 512;
 struct Plan {
   std::size_t mr, nr, bq, bk;
   // The keys of one tile in run_fused: bk, or, for a task of one query row (direct_k, Lq = 1, no
-  // GQA group), kOneRowTileKeys, in the row of bq * bk scores its scratch holds. Its softmax
+  // GQA group) without weights (run_with_weights keeps bk), kOneRowTileKeys, in the row of
+  // bq * bk scores its scratch holds (the NR-wide attention_pv that accumulate() runs on columns
+  // past the last attention_pv_few panel reads P rows bk apart: row 0 is this row, the others it
+  // reads and never stores, within the scratch, as with bk-key tiles). Its softmax
   // and its P*V (attention_pv_few's one-row kernel, whose P has no row stride) then run over 512
   // keys at a time, and the task turns from K to V a quarter as often. bench/ab-lib (Zen 5,
   // AB_LIB_OFFSET=16, one thread, against 128-key tiles; the sums group differently, within the
@@ -67,7 +70,7 @@ struct Plan {
   // 0.934x, two threads 0.919x, AVX2 0.984x and 0.961x; 1,12,1,2048,64 0.912x, 1,12,1,300,64
   // 0.913x; 1,32,1,4096,128 (134 MB) 0.978x. Tiles of 256 keys: 0.952x, 0.928x and 0.970x on
   // the first, second and last; 1024 keys: 0.940x, 0.949x, 0.971x; whole rows (the tile up to
-  // bq * bk): 0.854x, 0.942x, but 1.040x and 1.000x on the last.
+  // bq * bk): 0.854x, 0.942x, but 1.040x and 1.000x on the last. Not measured on Intel or Zen 4.
   std::size_t key_tile;
   std::size_t dk, dv, dv_pad;
   std::size_t group, heads_per_task, head_chunks, q_tiles;
@@ -79,7 +82,8 @@ struct Plan {
   // direct_k's prefetch hints (DirectPrefetch), from this CPU's rules: K and V into L2 where the
   // call's K and V come from memory (CpuInfo::decode_prefetch_l2), else K into L1 and V's rows
   // where CpuInfo::decode_prefetch_v (on one thread, for decode_prefetch_v_one_thread_min_rows
-  // query rows per KV head or more); K's rows k_ahead_bytes ahead. Hints change no result.
+  // query rows per KV head or more) and the tile is bk keys (not key_tile's 512); K's rows
+  // k_ahead_bytes ahead. Hints change no result.
   bool kv_prefetch_l2, prefetch_v;
   std::size_t k_ahead_bytes;
   // Shared packs: K^T panels of every group in a batch, and V rows when V is not read in place.
@@ -126,9 +130,10 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   // Packing K^T pays when its panels are reused by many query rows; with at most kDirectRows rows
   // per KV head, the scores read K where it is.
   p.direct_k = sat_mul(d.len_q, p.group) <= kDirectRows && call.k.strides[2] > 0;
-  p.key_tile = p.direct_k && sat_mul(d.len_q, p.group) == 1 && kern.attention_pv_few != nullptr
-                   ? std::min(kOneRowTileKeys, p.bq * p.bk)
-                   : p.bk;
+  p.key_tile =
+      p.direct_k && sat_mul(d.len_q, p.group) == 1 && kern.attention_pv_few != nullptr && !p.weights
+          ? std::min(kOneRowTileKeys, p.bq * p.bk)
+          : p.bk;
   const CpuInfo& cpu = cpu_info();
   const std::size_t kv_bytes =
       sat_mul(sat_mul(p.groups, d.len_k), sat_mul(sat_add(d.dim_k, d.dim_v), sizeof(float)));
@@ -218,7 +223,7 @@ struct FiniteRows {
 // Per-thread buffers.
 struct Work {
   float* q;      // passes x [bq/MR panels][dk][MR] (direct_k: passes x [rows][dk]; unused in place)
-  float* s;      // [bq][bk]
+  float* s;      // [bq][bk]; a one-row task's key_tile scores in row 0 (key_tile <= bq * bk)
   float* o;      // heads x [bq][dv_pad]
   float* m;      // heads x bq
   float* l;      // heads x bq

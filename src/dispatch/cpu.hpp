@@ -72,10 +72,12 @@ struct CpuInfo {
   // (dispatch/kernels.hpp, DirectPrefetch) and keeps it; Zen 5 keeps it but for one thread and
   // one query row per KV head (decode_prefetch_v_one_thread_min_rows). One query row per KV head
   // runs 512-key tiles whose V rows L1 cannot hold (Plan::key_tile): those never take it, on any
-  // CPU. The two-thread measurements below predate those tiles.
+  // CPU (measured on Zen 5 only: on the Intel Xeon one thread with one row took it before). The
+  // two-thread measurements below predate those tiles.
   bool decode_prefetch_v = true;
   // Where decode_prefetch_v holds, the fewest query rows per KV head (Lq times the GQA group) for
-  // which a call on one thread still prefetches the V rows (calls on more threads always do).
+  // which a call on one thread still prefetches the V rows (calls on more threads do, but for
+  // one row per KV head, whose 512-key tiles never take the hint: Plan::key_tile).
   // AMD Zen 5 (family 26): 2. Measured there (bench/ab-lib, AB_LIB_OFFSET=16, bit-identical, time
   // without the V prefetch over with; shapes B,H,Lq,Lk,d):
   // - one thread, one row, K and V hot in L3 or not: 1,12,1,1024,64 (6.3 MB) 0.911x and 0.909x,

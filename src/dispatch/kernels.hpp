@@ -112,8 +112,8 @@ using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys,
 // (the rows the caller may read, past this tile too), and row j of pf.v (pf.v_bytes at
 // pf.v + j * pf.ldv; none when pf.v is null: the caller leaves it null where
 // CpuInfo::decode_prefetch_v is false, AMD Zen 4, or on one thread below
-// decode_prefetch_v_one_thread_min_rows query rows per KV head, Zen 5's one row, unless
-// pf.to_l2), the V rows P * V reads next.
+// decode_prefetch_v_one_thread_min_rows query rows per KV head, Zen 5's one row, or on a
+// one-row task's 512-key tiles (Plan::key_tile), unless pf.to_l2), the V rows P * V reads next.
 // Measured on Zen 5 (bench/ab, 8 rounds, medians), attention_decode 1x32x8x1x4096x128, whose 33.5
 // MB of K and V come from DRAM: 1.39 ms with the V tile prefetched before the scores and no K
 // prefetch, 0.95 ms with this and the wide P * V panels (attention_pv_few); K ahead by 4 or 16 KiB
