@@ -1039,6 +1039,44 @@ TEST_CASE("attention, fused path: blocked non-finite V stays out, NaN scores mak
   }
 }
 
+// K's panels (and V's rows, where V is packed: Dv 5) are packed only where some query row of the
+// (batch, KV head) may attend them (MaskRows::hull: a padded sequence's key length, a window's
+// first and last keys). Each padded call runs on a Context whose scratch the call before filled
+// with the packs of other data over every key, so that reading a panel it did not pack shows.
+TEST_CASE("attention packs only the keys some row may attend (key lengths and windows)",
+          "[attention][mask]") {
+  attn_test::Rng rng(27);
+  unsigned n = 0;
+  for (std::size_t dv : {64, 5}) {
+    for (bool window : {false, true}) {
+      AttentionCase full;
+      full.B = 4, full.Hq = 4, full.Hkv = 2, full.Lq = 70, full.Lk = 300, full.Dk = 32,
+      full.Dv = dv;
+      full.seed = 2700 + n++;
+      AttentionCase padded = full;
+      padded.seed = 2700 + n++;
+      padded.key_lengths = true;  // random lengths, the last batch entry none
+      padded.window = window;
+      padded.window_left = 40 + rng.index(40), padded.window_right = rng.index(20);
+      padded.window_align = attn::CausalAlign::bottom_right;
+      INFO(padded);
+      const attn_test::AttentionProblem pf(full), pp(padded);
+      AttentionResult want;
+      REQUIRE(pp.run(nullptr, false, &want).ok());
+      for (attn::Isa isa : attn_test::test_isas()) {
+        for (int threads : thread_counts()) {
+          INFO("isa " << attn::isa_name(isa) << " threads " << threads);
+          attn::Context ctx = attn_test::make_context(isa, threads);
+          AttentionResult first, got;
+          REQUIRE(pf.run(&ctx, false, &first).ok());
+          REQUIRE(pp.run(&ctx, false, &got).ok());
+          pp.compare(got, want);
+        }
+      }
+    }
+  }
+}
+
 // A task asks whether the V rows of each tile its mask cuts are finite (Task::v_finite), and a
 // thread remembers the rows of a KV head it has found finite so that its next tasks skip them.
 // One V row per KV head holds a NaN that the first query tiles' rows never attend and later

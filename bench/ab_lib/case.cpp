@@ -3,7 +3,8 @@
 // case (inputs, a Context, one warm-up call), ab_time times `reps` calls, ab_out returns the
 // output for the bit comparison. Kinds: 0 matmul A B (M x N x K), 1 matmul A B^T, 2 attention,
 // 3 causal attention (B x H x Lq x Lk x d given as BATCH, HEADS, M = Lq, N = Lk, K = d), 4 and 5
-// matmul A B and A B^T against B packed once by pack_matrix (in ab_make, outside the timing).
+// matmul A B and A B^T against B packed once by pack_matrix (in ab_make, outside the timing), 6
+// attention with key lengths (a padded batch: batch entry b has Lk (4 - b % 4) / 4 keys).
 // Every input and output starts on a 64-byte line, plus AB_LIB_OFFSET bytes (a multiple of 4,
 // default 0) if set: both builds see the same alignment, which malloc would otherwise leave to
 // chance (the same build against itself read 0.84x at 6 x 16 x 64 with heap-placed vectors).
@@ -52,7 +53,7 @@ struct Buffer {
 };
 
 bool is_matmul(int kind) {
-  return kind <= 1 || kind >= 4;
+  return kind <= 1 || kind == 4 || kind == 5;
 }
 
 struct Case {
@@ -73,6 +74,7 @@ struct Case {
   // evict them between its steps).
   std::vector<Buffer> k_copies, v_copies;
   std::size_t next_copy = 0;
+  std::vector<std::int32_t> key_lengths;  // kind 6
 
   attn::MatrixView<const float> b_view() {
     const bool nt = kind == 1 || kind == 5;
@@ -84,7 +86,7 @@ struct Case {
 
   void run() {
     attn::Status st;
-    if (kind >= 4) {
+    if (kind == 4 || kind == 5) {
 #if defined(AB_LIB_HAVE_PACKED)
       const attn::PackedMatrix& pb = packed_copies.empty() ? packed : packed_copies[next_copy];
       if (!packed_copies.empty()) next_copy = (next_copy + 1) % packed_copies.size();
@@ -102,6 +104,7 @@ struct Case {
     } else {
       attn::AttentionOptions opt;
       if (kind == 3) opt.mask = attn::Mask::causal();
+      if (kind == 6) opt.mask = attn::Mask::bidirectional().with_key_lengths(key_lengths.data());
       const float* kd = kk.data();
       const float* vd = v.data();
       if (!k_copies.empty()) {
@@ -186,6 +189,8 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
     fill(c->kk, rows * c->n);
     fill(c->v, rows * c->n);
     c->o.resize(rows * c->m);
+    for (std::size_t b = 0; b < c->batch; ++b)
+      c->key_lengths.push_back(static_cast<std::int32_t>(c->n * (4 - b % 4) / 4));
     const char* kv = std::getenv("AB_LIB_KV_COPIES");
     const long kv_count = kv ? std::strtol(kv, nullptr, 10) : 0;
     if (kv != nullptr && kv_count < 1) {

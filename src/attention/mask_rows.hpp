@@ -63,6 +63,26 @@ class MaskRows {
     return r;
   }
 
+  // A range holding range(i) of every row i < Lq: no row attends a key outside it. Each row's
+  // bounds grow with i, so row 0's lower bound and the last row's upper bound (computed even
+  // where those rows attend nothing).
+  KeyRange hull() const {
+    KeyRange r;
+    if (len_q_ <= 0) return r;
+    const long long last = len_q_ - 1;
+    long long lo = 0;
+    long long hi = limit_;
+    if (mask_.is_causal && last + causal_shift_ + 1 < hi) hi = last + causal_shift_ + 1;
+    if (mask_.has_window) {
+      if (window_shift_ - left_ > lo) lo = window_shift_ - left_;
+      if (last + window_shift_ + right_ + 1 < hi) hi = last + window_shift_ + right_ + 1;
+    }
+    if (hi <= lo || hi <= 0) return r;
+    r.begin = static_cast<std::size_t>(lo);
+    r.end = static_cast<std::size_t>(hi);
+    return r;
+  }
+
   bool has_allowed() const { return allowed_ != nullptr; }
   bool has_additive() const { return additive_ != nullptr; }
   // Row i of the boolean mask (nonzero: may attend), or nullptr.
