@@ -844,9 +844,8 @@ std::size_t task_cost(const Plan& p, const AttentionCall& call, std::size_t g0, 
   const std::size_t q0 = ti.q_tile * p.bq, q1 = std::min(d.len_q, q0 + p.bq) - 1;
   const std::size_t kc0 = ti.k_chunk * p.k_chunk_len;
   const std::size_t kc1 = std::min(d.len_k, kc0 + p.k_chunk_len);
-  const KeyRange first = mr.range(q0), last = mr.range(q1);
-  const std::size_t begin = std::max(kc0, std::min(first.begin, last.begin));
-  const std::size_t end = std::min(kc1, std::max(first.end, last.end));
+  const KeyRange keys = mr.hull(q0, q1);
+  const std::size_t begin = std::max(kc0, keys.begin), end = std::min(kc1, keys.end);
   return (end > begin ? end - begin : 0) + p.bk;
 }
 
@@ -943,7 +942,8 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
         // AB_LIB_OFFSET=16, bit-identical): 4,12,256,64 0.956x the time, 4,12,512,64 0.981x,
         // 8,12,128,64 0.948x. Task's Q read in place wherever the keys fit one tile (not only
         // when Lk does), tried with it: 1.014x and 1.012x alone, not kept.
-        const KeyRange keys = MaskRows(call.options->mask, d, b, kvh * p.group).hull();
+        const KeyRange keys =
+            MaskRows(call.options->mask, d, b, kvh * p.group).hull(0, d.len_q - 1);
         const std::size_t pb = keys.begin / p.nr,
                           pe = keys.end > keys.begin ? div_up(keys.end, p.nr) : pb;
         const std::size_t kp0 = std::max(r, pb), kp1 = std::min({stop, k_panels, pe});

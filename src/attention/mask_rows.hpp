@@ -46,42 +46,13 @@ class MaskRows {
   }
 
   // Keys outside this range are blocked by the causal, window or key-length parts.
-  KeyRange range(std::size_t i) const {
-    const long long ii = static_cast<long long>(i);
-    long long lo = 0;
-    long long hi = limit_;
-    if (mask_.is_causal && ii + causal_shift_ + 1 < hi) hi = ii + causal_shift_ + 1;
-    if (mask_.has_window) {
-      const long long pos = ii + window_shift_;
-      if (pos - left_ > lo) lo = pos - left_;
-      if (pos + right_ + 1 < hi) hi = pos + right_ + 1;
-    }
-    KeyRange r;
-    if (hi <= lo || hi <= 0) return r;
-    r.begin = static_cast<std::size_t>(lo);
-    r.end = static_cast<std::size_t>(hi);
-    return r;
-  }
+  KeyRange range(std::size_t i) const { return of(lower(i), upper(i)); }
 
-  // A range holding range(i) of every row i < Lq: no row attends a key outside it. Each row's
-  // bounds grow with i, so row 0's lower bound and the last row's upper bound (computed even
-  // where those rows attend nothing).
-  KeyRange hull() const {
-    KeyRange r;
-    if (len_q_ <= 0) return r;
-    const long long last = len_q_ - 1;
-    long long lo = 0;
-    long long hi = limit_;
-    if (mask_.is_causal && last + causal_shift_ + 1 < hi) hi = last + causal_shift_ + 1;
-    if (mask_.has_window) {
-      if (window_shift_ - left_ > lo) lo = window_shift_ - left_;
-      if (last + window_shift_ + right_ + 1 < hi) hi = last + window_shift_ + right_ + 1;
-    }
-    if (hi <= lo || hi <= 0) return r;
-    r.begin = static_cast<std::size_t>(lo);
-    r.end = static_cast<std::size_t>(hi);
-    return r;
-  }
+  // A range holding range(i) of every row first <= i <= last: no such row attends a key outside
+  // it. Both bounds grow with i, so the first row's lower bound and the last row's upper bound,
+  // taken even where those rows attend nothing (range() is then empty, and says nothing of the
+  // rows between).
+  KeyRange hull(std::size_t first, std::size_t last) const { return of(lower(first), upper(last)); }
 
   bool has_allowed() const { return allowed_ != nullptr; }
   bool has_additive() const { return additive_ != nullptr; }
@@ -95,6 +66,26 @@ class MaskRows {
   }
 
  private:
+  long long lower(std::size_t i) const {
+    const long long pos = static_cast<long long>(i) + window_shift_;
+    return mask_.has_window && pos - left_ > 0 ? pos - left_ : 0;
+  }
+  long long upper(std::size_t i) const {
+    const long long ii = static_cast<long long>(i);
+    long long hi = limit_;
+    if (mask_.is_causal && ii + causal_shift_ + 1 < hi) hi = ii + causal_shift_ + 1;
+    if (mask_.has_window && ii + window_shift_ + right_ + 1 < hi)
+      hi = ii + window_shift_ + right_ + 1;
+    return hi;
+  }
+  static KeyRange of(long long lo, long long hi) {
+    KeyRange r;
+    if (hi <= lo || hi <= 0) return r;
+    r.begin = static_cast<std::size_t>(lo);
+    r.end = static_cast<std::size_t>(hi);
+    return r;
+  }
+
   const Mask& mask_;
   long long len_q_ = 0, len_k_ = 0, limit_ = 0;
   long long causal_shift_ = 0, window_shift_ = 0, left_ = 0, right_ = 0;
