@@ -8,6 +8,7 @@
 // distributions compute in float inside this binary, which a compiler could contract), so both
 // builds feed the library the same bits. NaN payloads are folded into one value (the sign of zero
 // is kept).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -68,25 +69,36 @@ bool matmuls(attn::Context& ctx, Hash& h, bool packed) {
     std::size_t m, n, k;
     attn::Transpose ta, tb;
     float alpha, beta;
+    std::size_t b_phase = 0;  // > 0: B starts this many floats past a 64-byte line
   };
   const attn::Transpose N = attn::Transpose::no, T = attn::Transpose::yes;
   const Shape plain[] = {{6, 16, 64, N, N, 1, 0},       {64, 64, 64, N, N, 1, 0},
                          {37, 129, 70, N, T, -0.5f, 1}, {100, 45, 600, T, N, 1, -0.5f},
                          {300, 200, 1100, N, N, 1, 0},  {13, 77, 5, T, T, 2, 1},
-                         {67, 64, 200, N, N, 1, 0.5f},    // the wide no-packing tile (AVX-512)
-                         {1, 2063, 70, N, T, -0.5f, 1}};  // one row against a B^T (GemmPath::rows)
+                         {67, 64, 200, N, N, 1, 0.5f},   // the wide no-packing tile (AVX-512)
+                         {1, 2063, 70, N, T, -0.5f, 1},  // one row against a B^T (GemmPath::rows)
+                         {2, 2063, 96, N, T, 1, 0, 4}};  // the same, its dot products after a head
   const Shape prepacked[] = {
       {8, 200, 300, N, N, 1, 0.5f}, {60, 200, 300, T, T, 1, 0.5f}, {300, 200, 1100, N, N, 1, 0.5f}};
   Inputs in(packed ? 6 : 1);
-  const std::size_t count = packed ? 3 : 8;
+  const std::size_t count = packed ? 3 : 9;
   for (std::size_t i = 0; i < count; ++i) {
     const Shape& s = packed ? prepacked[i] : plain[i];
     const std::size_t ar = s.ta == N ? s.m : s.k, ac = s.ta == N ? s.k : s.m;
     const std::size_t br = s.tb == N ? s.k : s.n, bc = s.tb == N ? s.n : s.k;
     const std::vector<float> a = in.vec(ar * ac), b = in.vec(br * bc);
     std::vector<float> c = in.vec(s.m * s.n);
+    // A case with a b_phase places B that far past a line: its bits depend on it, not on where
+    // the allocator put the vector.
+    std::vector<float> b_store(s.b_phase == 0 ? 0 : b.size() + 16 + s.b_phase);
+    const float* b_at = b.data();
+    if (s.b_phase != 0) {
+      float* const placed = attn_test::line_start(b_store, s.b_phase);
+      std::copy(b.begin(), b.end(), placed);
+      b_at = placed;
+    }
     const auto av = attn::make_matrix<const float>(a.data(), ar, ac);
-    const auto bv = attn::make_matrix<const float>(b.data(), br, bc);
+    const auto bv = attn::make_matrix<const float>(b_at, br, bc);
     const auto cv = attn::make_matrix(c.data(), s.m, s.n);
     attn::PackedMatrix pb;
     if (packed && !ok(attn::pack_matrix(ctx, bv, s.tb, &pb), "pack_matrix")) return false;

@@ -4,8 +4,10 @@
 // contract on the m x n block, nothing else written and beta == 0 never reading C. (Tolerance:
 // support/direct_tile_check.hpp; the dot products' order of summation changes no term of its
 // bound.)
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -61,6 +63,72 @@ TEST_CASE("gemm_rows_t_prefetch writes gemm_rows_t's bits", "[matmul]") {
                 const attn_test::DirectTile tile{m, n, k,      md.alpha, md.beta, ops.a, lda,
                                                  b, n, bias_p, ops.c0,   ldc,     c_rows};
                 CHECK(attn_test::check_direct_tile(tile, fetching, plain) == 0);
+              }
+            }
+          }
+        }
+      });
+  if (!ran) SUCCEED("no ISA here has the rows kernel (scalar only)");
+}
+
+TEST_CASE("gemm_rows_t loads B^T on vector boundaries after a head at every phase", "[matmul]") {
+  // Where every row of B^T starts equally far past a vector boundary (its row stride a whole
+  // number of vectors), the dot products take the floats before the boundary as one partial
+  // vector (the head: rows_t_head in matmul/gemm_rows_t_kernel.hpp), then whole vectors on
+  // boundaries. B^T at every phase within a vector (0: no head), with such a stride and with one
+  // that is not (k + 1: no shared phase, no head); k shorter than the head, equal to it, one
+  // longer, whole vectors after it and a partial one, over 4 KiB per row; A's rows at B^T's phase
+  // and at another (both on every row, its stride a whole number of vectors). Each call meets
+  // the contract (tolerance: support/direct_tile_check.hpp; the head only regroups the sums),
+  // writes gemm_rows_t_prefetch's bits, and the sums do not depend on where A lies.
+  std::mt19937 rng(43);
+  const bool ran = attn_test::for_each_table_with(
+      [](const attn::detail::Kernels& k) { return k.gemm_rows_t != nullptr; },
+      [&](attn::Isa isa, const attn::detail::Kernels* kern) {
+        const std::size_t lanes = kern->gemm_direct_narrow_nr;
+        for (std::size_t phase = 0; phase < lanes; ++phase) {
+          const std::size_t head = phase == 0 ? 0 : lanes - phase;
+          for (std::size_t k : {std::size_t{1}, head, head + 1, head + 2 * lanes,
+                                head + 2 * lanes + 3, std::size_t{1100}}) {
+            if (k == 0) continue;
+            const std::size_t lda = (k + lanes - 1) / lanes * lanes;
+            for (std::size_t ldbt : {lda + lanes, k + 1}) {
+              for (std::size_t m = 1; m <= kern->gemm_rows_t_max; ++m) {
+                for (std::size_t n : {5, 24, 33}) {
+                  INFO("isa " << attn::isa_name(isa) << " phase " << phase << " k " << k << " ldbt "
+                              << ldbt << " m " << m << " n " << n);
+                  const std::size_t ldc = n + 3, c_rows = m + 1;
+                  const float alpha = -0.5f, beta = m % 2 == 0 ? 0.0f : 1.0f;
+                  // n and k swapped, as above: ops.b is B^T's n rows of ldbt floats.
+                  const attn_test::DirectOperands ops(m, k, n, lda, ldbt, ldc, c_rows, beta, rng);
+                  std::vector<float> bt_store(n * ldbt + 32);
+                  float* const bt = attn_test::line_start(bt_store, phase);
+                  std::copy_n(ops.b.begin(), n * ldbt, bt);
+                  std::vector<float> b(k * n);
+                  for (std::size_t j = 0; j < n; ++j) {
+                    for (std::size_t p = 0; p < k; ++p)
+                      b[p * n + j] = bt[j * ldbt + p];
+                  }
+                  const attn_test::DirectTile tile{m, n, k,       alpha,  beta, ops.a, lda,
+                                                   b, n, nullptr, ops.c0, ldc,  c_rows};
+                  std::vector<float> first;
+                  for (std::size_t a_phase : {phase, (phase + 1) % lanes}) {
+                    std::vector<float> a_store(m * lda + 32);
+                    float* const a = attn_test::line_start(a_store, a_phase);
+                    std::copy_n(ops.a.begin(), m * lda, a);
+                    std::vector<float> plain = ops.c0, fetching = ops.c0;
+                    kern->gemm_rows_t(k, a, lda, bt, ldbt, plain.data(), ldc, alpha, beta, m, n,
+                                      nullptr);
+                    kern->gemm_rows_t_prefetch(k, a, lda, bt, ldbt, fetching.data(), ldc, alpha,
+                                               beta, m, n, nullptr);
+                    CHECK(attn_test::check_direct_tile(tile, fetching, plain) == 0);
+                    if (first.empty()) {
+                      first = plain;
+                    } else {
+                      CHECK(std::memcmp(first.data(), plain.data(), plain.size() * 4) == 0);
+                    }
+                  }
+                }
               }
             }
           }

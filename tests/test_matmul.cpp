@@ -368,10 +368,13 @@ TEST_CASE("matmul: A B^T by dot products with A's rows copied onto lines", "[mat
           CHECK(attn::detail::gemm_path(*kern, {m, n, k}, {a, l.lda, 1}, {bt.data(), 1, k}) ==
                 attn::detail::GemmPath::rows);
           const std::size_t lanes = kern->gemm_direct_narrow_nr;
-          const bool on_vectors = reinterpret_cast<std::uintptr_t>(a) % (lanes * 4) == 0 &&
-                                  (m == 1 || l.lda % lanes == 0);
-          CHECK(attn::detail::rows_t_copies_a(*kern, {m, n, k}, {a, l.lda, 1}) ==
-                (!on_vectors && m * ((k + 15) / 16 * 16) <= 4096));
+          const std::size_t phase =
+              k % lanes == 0 ? reinterpret_cast<std::uintptr_t>(bt.data()) % (lanes * 4) / 4 : 0;
+          const bool in_phase = reinterpret_cast<std::uintptr_t>(a) % (lanes * 4) / 4 == phase &&
+                                (m == 1 || l.lda % lanes == 0);
+          CHECK(attn::detail::rows_t_a_phase(*kern, {bt.data(), 1, k}) == phase);
+          CHECK(attn::detail::rows_t_copies_a(*kern, {m, n, k}, {a, l.lda, 1}, {bt.data(), 1, k}) ==
+                (!in_phase && phase + m * ((k + 15) / 16 * 16) <= 4096));
         }
         for (int t : {1, 2}) {
           INFO("isa " << attn::isa_name(isa) << " m " << m << " k " << k << " threads " << t

@@ -6,6 +6,7 @@
 
 #include "core/parallel.hpp"
 #include "dispatch/cpu.hpp"
+#include "matmul/vector_phase.hpp"
 
 namespace attn::detail {
 namespace {
@@ -454,22 +455,32 @@ bool rows_b_beyond_l3(const GemmShape& s) {
   return s.k * s.n * sizeof(float) >= cpu_info().l3_bytes;
 }
 
-// Whether GemmPath::rows against a B^T first copies A's rows to the thread's scratch, each on a
-// cache line: every dot product reads all of A's rows again, and where they do not start on a
-// vector boundary every vector load of A spans two lines (the values, and so the sums, are the
-// same). Only where the copy fits the kRowsAccFloats of scratch. Zen 5, A and B^T 16 bytes past
-// a line (AB_LIB_OFFSET=16 bench/ab-lib, 9 pairs) against reading A in place: AVX-512 A B^T
-// 1 x 2304 x 768 0.820x the time (two threads 0.660x), 4 x 2304 x 768 0.624x, 1 x 768 x 3072
-// 0.878x, 2 x 4096 x 1024 0.728x; AVX2 1 x 2304 x 768 0.862x; on lines, level (1.005x). SSE2's
-// 16-byte vectors start on boundaries at that offset (no copy); its one-row kernel, called with
-// the same arguments, read 1.054-1.071x the time at offsets 16 and 0 in that build, 4 rows 1.004x:
-// where the linker placed the loop, not this rule.
-bool rows_t_copies_a(const Kernels& kern, const GemmShape& s, const GemmOperand& a) {
+// GemmPath::rows against a B^T: where B^T's rows share a phase (matmul/vector_phase.hpp), the
+// dot products take its first floats up to a vector boundary as one partial vector (the head,
+// rows_t_head in matmul/gemm_rows_t_kernel.hpp), then load B^T and A on boundaries, so A's rows
+// are wanted at the same phase. Where they lie otherwise, they are first copied to the thread's
+// scratch, each row that far past a cache line (every dot product reads all of A's rows again,
+// and off that phase every vector load of A spans two lines); only where the copy fits the
+// kRowsAccFloats of scratch. The values, and so the sums, are the same either way.
+// Measured on Zen 5 with A and B^T 16 bytes past a line (AB_LIB_OFFSET=16 bench/ab-lib, 9 pairs),
+// A copied onto lines against reading it in place, before the head: AVX-512 A B^T 1 x 2304 x 768
+// 0.820x the time (two threads 0.660x), 4 x 2304 x 768 0.624x, 1 x 768 x 3072 0.878x,
+// 2 x 4096 x 1024 0.728x; AVX2 1 x 2304 x 768 0.862x; on lines, level (1.005x). The head's
+// measurements are at rows_t_head. SSE2's 16-byte vectors start on boundaries at that offset;
+// its one-row kernel read 1.054-1.071x the time at offsets 16 and 0 in one build, 4 rows 1.004x:
+// where the linker placed the loop.
+std::size_t rows_t_a_phase(const Kernels& kern, const GemmOperand& b) {
+  return rows_vector_phase(b.data, b.cs, kern.gemm_direct_narrow_nr);
+}
+
+bool rows_t_copies_a(const Kernels& kern, const GemmShape& s, const GemmOperand& a,
+                     const GemmOperand& b) {
   constexpr std::size_t kLineFloats = kLineBytes / sizeof(float);
-  const std::size_t lanes = kern.gemm_direct_narrow_nr;
-  const bool on_vectors = reinterpret_cast<std::uintptr_t>(a.data) % (lanes * sizeof(float)) == 0 &&
-                          (s.m == 1 || a.rs % lanes == 0);
-  return !on_vectors && s.m * round_up(s.k, kLineFloats) <= kRowsAccFloats;
+  const std::size_t lanes = kern.gemm_direct_narrow_nr, phase = rows_t_a_phase(kern, b);
+  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(a.data);
+  const bool in_phase =
+      at % (lanes * sizeof(float)) / sizeof(float) == phase && (s.m == 1 || a.rs % lanes == 0);
+  return !in_phase && phase + s.m * round_up(s.k, kLineFloats) <= kRowsAccFloats;
 }
 
 namespace {
@@ -810,8 +821,9 @@ void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha
     if (b.cs != 1) {  // B^T: column j of op(B) is row j of b.data
       const float* at = a.data;
       std::size_t ldat = a.rs;
-      if (rows_t_copies_a(kern, s, a)) {
-        float* const copy = scratch + static_cast<std::size_t>(t) * kRowsAccFloats;
+      if (rows_t_copies_a(kern, s, a, b)) {
+        float* const copy =
+            scratch + static_cast<std::size_t>(t) * kRowsAccFloats + rows_t_a_phase(kern, b);
         ldat = round_up(s.k, kLineBytes / sizeof(float));
         for (std::size_t i = 0; i < s.m; ++i)
           std::copy_n(a.data + i * a.rs, s.k, copy + i * ldat);

@@ -40,9 +40,13 @@ std::size_t gemm_prefetched_kc(const Kernels& kern, const GemmShape& shape, cons
 // are Kernels::gemm_prefetch_b_nr wide): fewer where that puts the later panels' rows on vector
 // boundaries (0 on a table without gemm_prefetch_b).
 std::size_t gemm_prefetched_first_panel(const Kernels& kern, const GemmOperand& b);
-// Whether GemmPath::rows against this B^T first copies A's rows onto cache lines in the thread's
-// scratch (where they start off a vector boundary and fit it).
-bool rows_t_copies_a(const Kernels& kern, const GemmShape& shape, const GemmOperand& a);
+// GemmPath::rows against a B^T: the floats by which its dot products want A's rows past a vector
+// boundary (B^T's rows' phase, matmul/vector_phase.hpp: both are then loaded on boundaries after
+// the same head), and whether it first copies A's rows into the thread's scratch, each row that
+// far past a cache line (where they lie otherwise and the copy fits).
+std::size_t rows_t_a_phase(const Kernels& kern, const GemmOperand& b);
+bool rows_t_copies_a(const Kernels& kern, const GemmShape& shape, const GemmOperand& a,
+                     const GemmOperand& b);
 // Whether GemmPath::rows reads a row-major B of k x n floats at least as large as L3
 // (CpuInfo::l3_bytes), so from memory: Kernels::gemm_rows' b_beyond_l3. A CPU that reports less L3
 // than it has (the 8 MiB default where it reports none) passes it for some B that stay in L3,

@@ -7,9 +7,9 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 
 #include "matmul/l1_alias.hpp"
+#include "matmul/vector_phase.hpp"
 #include "simd/simd.hpp"
 
 namespace attn::detail {
@@ -132,9 +132,7 @@ void gemm_rows_kernel(A, std::size_t k, const float* a, std::size_t lda, const f
   // on one too. The sums do not change. B, A and C 16 bytes past a line (as malloc leaves a large
   // block; AB_LIB_OFFSET=16 bench/ab-lib, 9 pairs): AVX-512 1 x 2304 x 768 0.893x the time, 4
   // rows 0.977x; AVX2 1 row 0.975x, 6 rows 0.969x; on lines, level (0.99x).
-  constexpr std::size_t kVectorBytes = L * sizeof(float);
-  std::size_t shift =
-      ldb % L == 0 ? reinterpret_cast<std::uintptr_t>(b) % kVectorBytes / sizeof(float) : 0;
+  std::size_t shift = rows_vector_phase(b, ldb, L);
   // Blocks of `even` columns, the first `shift` short, the last whatever is left (at most even).
   const std::size_t blocks = (n + shift + block - 1) / block;
   const std::size_t even = ((n + shift + blocks - 1) / blocks + L - 1) / L * L;  // <= block

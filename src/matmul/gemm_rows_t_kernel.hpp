@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "matmul/vector_phase.hpp"
 #include "simd/simd.hpp"
 
 namespace attn::detail {
@@ -18,13 +19,36 @@ namespace ATTN_ISA_NS {
 // (CpuInfo::rows_t_prefetch_min_rows says where it pays).
 constexpr std::uintptr_t kPrefetchBytes = 4096;
 
-// One row of A against G consecutive rows of B^T: one accumulator per dot product, vector after
-// vector of k, A's vector loaded once for the G rows. The last partial vector multiplies zero
-// fills (A) by -0 fills (B), whose -0 products leave the sums as they were, so a sum of -0
-// products stays -0. Each dot product's sum does not depend on G.
+// The floats of k that the dot products take first, as one partial vector: those before B^T's
+// rows reach a vector boundary (rows_vector_phase), so that every later vector load of B^T lies
+// within one vector-aligned block. 0 where the rows start on one or do not share a phase. The
+// sums then group k from the boundary on, so the same B^T at another phase gives other last bits
+// (within the same bound). A standalone loop of 8 dot products at a time over a 2304 x 768 B^T in
+// L3 (Zen 5, AVX-512) read it at 87-91 GB/s on lines and 70-72 GB/s 16 bytes past one. Zen 5,
+// A and B^T 16 bytes past a line (AB_LIB_OFFSET=16 bench/ab-lib, 11 pairs, time with the head
+// over without): AVX-512 A B^T 1 x 2304 x 768 0.940x, 1 x 768 x 3072 0.914x, 1 x 4096 x 1024
+// 0.738x, 8 x 2304 x 768 0.576x, 2 and 4 rows 0.829x and 0.871x (two threads 0.780x), 1 row
+// with B^T from memory 0.963x; AVX2 1 x 2304 x 768 0.966x, 8 rows 0.753x, 2 rows 1.028-1.112x,
+// 4 rows 1.014-1.021x. The same builds on lines (no head, the same instructions elsewhere in
+// the library) read 0.998x at one row but 0.78-1.15x at 2-8 rows (AVX2 2 rows 1.153x): the
+// several-row kernel's time moves that much with where its loop lands, so 2-4 rows are within
+// that noise, 1 and 8 rows beyond it.
+template <class A>
+inline std::size_t rows_t_head(const float* bt, std::size_t ldbt, std::size_t k) {
+  constexpr std::size_t L = lanes<A>;
+  const std::size_t phase = rows_vector_phase(bt, ldbt, L);
+  if (phase == 0) return 0;
+  return L - phase < k ? L - phase : k;
+}
+
+// One row of A against G consecutive rows of B^T: one accumulator per dot product, the first
+// `head` floats of k (rows_t_head) as one partial vector, then vector after vector, A's vector
+// loaded once for the G rows. Partial vectors multiply zero fills (A) by -0 fills (B), whose -0
+// products leave the sums as they were, so a sum of -0 products stays -0. Each dot product's sum
+// does not depend on G.
 template <class A, int G, bool kPrefetch>
 inline void rows_t_group(std::size_t k, const float* a, const float* bt, std::size_t ldbt,
-                         vfloat<A> (&dots)[G]) {
+                         std::size_t head, vfloat<A> (&dots)[G]) {
   using V = vfloat<A>;
   constexpr std::size_t L = lanes<A>;
   V acc[G];
@@ -32,6 +56,15 @@ inline void rows_t_group(std::size_t k, const float* a, const float* bt, std::si
   for (int g = 0; g < G; ++g)
     acc[g] = V(-0.0f);
   std::size_t p = 0;
+  if (head != 0) {
+    const V av = load_n<A>(a, head, 0.0f);
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      const V bv = load_n<A>(bt + static_cast<std::size_t>(g) * ldbt, head, -0.0f);
+      acc[g] = fmadd<A>(av, bv, acc[g]);
+    }
+    p = head;
+  }
   for (; p + L <= k; p += L) {
     const V av = V::load_unaligned(a + p);
 #pragma GCC unroll 8
@@ -40,7 +73,7 @@ inline void rows_t_group(std::size_t k, const float* a, const float* bt, std::si
       // One prefetch per 64 bytes of the row (every step for 16 lanes, every 2nd or 4th for 8
       // or 4): each line gets one of the addresses 64 bytes apart.
       if constexpr (kPrefetch) {
-        if (L * sizeof(float) >= 64 || p % (64 / sizeof(float)) == 0) {
+        if (L * sizeof(float) >= 64 || (p - head) % (64 / sizeof(float)) == 0) {
           const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(bp) + kPrefetchBytes;
           __builtin_prefetch(reinterpret_cast<const void*>(ahead), 0, 3);
         }
@@ -65,9 +98,9 @@ inline void rows_t_group(std::size_t k, const float* a, const float* bt, std::si
 // Rows j0 + jj .. of B^T in one group of G, each dot product written to its sum_each slot.
 template <class A, int G, bool kPrefetch>
 inline void rows_t_group_to_slots(std::size_t k, const float* a, const float* bt, std::size_t ldbt,
-                                  std::size_t jj, vfloat<A>* dots) {
+                                  std::size_t head, std::size_t jj, vfloat<A>* dots) {
   vfloat<A> part[G];
-  rows_t_group<A, G, kPrefetch>(k, a, bt + jj * ldbt, ldbt, part);
+  rows_t_group<A, G, kPrefetch>(k, a, bt + jj * ldbt, ldbt, head, part);
 #pragma GCC unroll 8
   for (int g = 0; g < G; ++g)
     dots[sum_each_slot<A>(jj + static_cast<std::size_t>(g))] = part[g];
@@ -77,17 +110,19 @@ inline void rows_t_group_to_slots(std::size_t k, const float* a, const float* bt
 // that the dot products can stay in registers until sum_each_slotted.
 template <class A, int G, bool kPrefetch, std::size_t... Q>
 inline void rows_t_block(std::size_t k, const float* a, const float* bt, std::size_t ldbt,
-                         vfloat<A>* dots, std::index_sequence<Q...>) {
-  (rows_t_group_to_slots<A, G, kPrefetch>(k, a, bt, ldbt, Q * G, dots), ...);
+                         std::size_t head, vfloat<A>* dots, std::index_sequence<Q...>) {
+  (rows_t_group_to_slots<A, G, kPrefetch>(k, a, bt, ldbt, head, Q * G, dots), ...);
 }
 
 // Rows jj.. of B^T up to nj in groups of G, then of G / 2, ..., 1 for what is left.
 template <class A, int G, bool kPrefetch>
 inline void rows_t_groups_down(std::size_t k, const float* a, const float* bt, std::size_t ldbt,
-                               std::size_t nj, std::size_t& jj, vfloat<A>* dots) {
+                               std::size_t head, std::size_t nj, std::size_t& jj, vfloat<A>* dots) {
   for (; jj + G <= nj; jj += G)
-    rows_t_group_to_slots<A, G, kPrefetch>(k, a, bt, ldbt, jj, dots);
-  if constexpr (G > 1) rows_t_groups_down<A, G / 2, kPrefetch>(k, a, bt, ldbt, nj, jj, dots);
+    rows_t_group_to_slots<A, G, kPrefetch>(k, a, bt, ldbt, head, jj, dots);
+  if constexpr (G > 1) {
+    rows_t_groups_down<A, G / 2, kPrefetch>(k, a, bt, ldbt, head, nj, jj, dots);
+  }
 }
 
 // C's nj <= lanes<A> outputs from j0 on: alpha * sums + bias (beta * C added where beta != 0).
@@ -123,10 +158,11 @@ void gemm_rows_t_one(std::size_t k, const float* a, const float* bt, std::size_t
   constexpr int G = static_cast<int>(L) < kRowsTGroup ? static_cast<int>(L) : kRowsTGroup;
   static_assert(L % G == 0, "whole groups in a vector of outputs");
   const V va(alpha), vb(beta);
+  const std::size_t head = rows_t_head<A>(bt, ldbt, k);
   std::size_t j0 = 0;
   for (; j0 + L <= n; j0 += L) {
     V dots[L];
-    rows_t_block<A, G, kPrefetch>(k, a, bt + j0 * ldbt, ldbt, dots,
+    rows_t_block<A, G, kPrefetch>(k, a, bt + j0 * ldbt, ldbt, head, dots,
                                   std::make_index_sequence<L / G>{});
     rows_t_store<A>(sum_each_slotted<A>(dots), va, vb, beta, bias, c, j0, L);
   }
@@ -135,16 +171,16 @@ void gemm_rows_t_one(std::size_t k, const float* a, const float* bt, std::size_t
   const float* bt0 = bt + j0 * ldbt;
   V dots[L];
   std::size_t jj = 0;
-  rows_t_groups_down<A, G, kPrefetch>(k, a, bt0, ldbt, nj, jj, dots);
+  rows_t_groups_down<A, G, kPrefetch>(k, a, bt0, ldbt, head, nj, jj, dots);
   for (; jj < L; ++jj)
     dots[sum_each_slot<A>(jj)] = V(-0.0f);
   rows_t_store<A>(sum_each_slotted<A>(dots), va, vb, beta, bias, c, j0, nj);
 }
 
 // 2 to Kernels::gemm_rows_t_max rows of A, row by row of B^T: the products into CH vector
-// accumulators per row of A (vector v of the row into accumulator v % CH), summed (0 + 1), then
-// the lanes of one vector's worth of outputs at once (sum_each), the last partial vector as
-// rows_t_group's. Then alpha, bias and beta.
+// accumulators per row of A (the head, as rows_t_group's, into accumulator 0, then vector v after
+// it into accumulator v % CH), summed (0 + 1), then the lanes of one vector's worth of outputs at
+// once (sum_each), the last partial vector as rows_t_group's. Then alpha, bias and beta.
 template <class A, int R, bool kPrefetch>
 void gemm_rows_t_many(std::size_t k, const float* a, std::size_t lda, const float* bt,
                       std::size_t ldbt, float* c, std::size_t ldc, float alpha, float beta,
@@ -153,6 +189,7 @@ void gemm_rows_t_many(std::size_t k, const float* a, std::size_t lda, const floa
   constexpr std::size_t L = lanes<A>;
   constexpr int CH = R == 2 ? 2 : 1;  // independent FMA chains per row
   const V va(alpha), vb(beta);
+  const std::size_t head = rows_t_head<A>(bt, ldbt, k);
   for (std::size_t j0 = 0; j0 < n; j0 += L) {
     const std::size_t nj = n - j0 < L ? n - j0 : L;
     V dots[R][L];
@@ -172,6 +209,15 @@ void gemm_rows_t_many(std::size_t k, const float* a, std::size_t lda, const floa
           acc[i][h] = V(-0.0f);
       }
       std::size_t p = 0;
+      if (head != 0) {
+        const V bv = load_n<A>(bj, head, -0.0f);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) {
+          const V av = load_n<A>(a + static_cast<std::size_t>(i) * lda, head, 0.0f);
+          acc[i][0] = fmadd<A>(av, bv, acc[i][0]);
+        }
+        p = head;
+      }
       const std::uintptr_t row = reinterpret_cast<std::uintptr_t>(bj);
       std::uintptr_t fetched = row + kPrefetchBytes;  // lines before it have been prefetched
       for (; p + CH * L <= k; p += CH * L) {
