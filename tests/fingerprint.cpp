@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "attn/attn.hpp"
@@ -72,16 +73,21 @@ bool matmuls(attn::Context& ctx, Hash& h, bool packed) {
     std::size_t b_phase = 0;  // > 0: B starts this many floats past a 64-byte line
   };
   const attn::Transpose N = attn::Transpose::no, T = attn::Transpose::yes;
-  const Shape plain[] = {{6, 16, 64, N, N, 1, 0},       {64, 64, 64, N, N, 1, 0},
-                         {37, 129, 70, N, T, -0.5f, 1}, {100, 45, 600, T, N, 1, -0.5f},
-                         {300, 200, 1100, N, N, 1, 0},  {13, 77, 5, T, T, 2, 1},
+  const Shape plain[] = {{6, 16, 64, N, N, 1, 0},
+                         {64, 64, 64, N, N, 1, 0},
+                         {37, 129, 70, N, T, -0.5f, 1},
+                         {100, 45, 600, T, N, 1, -0.5f},
+                         {300, 200, 1100, N, N, 1, 0},
+                         {13, 77, 5, T, T, 2, 1},
                          {67, 64, 200, N, N, 1, 0.5f},   // the wide no-packing tile (AVX-512)
                          {1, 2063, 70, N, T, -0.5f, 1},  // one row against a B^T (GemmPath::rows)
-                         {2, 2063, 96, N, T, 1, 0, 4}};  // the same, its dot products after a head
+                         // the same after a head (5 floats past a line: one on 4, 8 and 16 lanes)
+                         {1, 2063, 96, N, T, 1, 0, 5},
+                         {2, 2063, 96, N, T, 1, 0, 5}};
   const Shape prepacked[] = {
       {8, 200, 300, N, N, 1, 0.5f}, {60, 200, 300, T, T, 1, 0.5f}, {300, 200, 1100, N, N, 1, 0.5f}};
   Inputs in(packed ? 6 : 1);
-  const std::size_t count = packed ? 3 : 9;
+  const std::size_t count = packed ? std::size(prepacked) : std::size(plain);
   for (std::size_t i = 0; i < count; ++i) {
     const Shape& s = packed ? prepacked[i] : plain[i];
     const std::size_t ar = s.ta == N ? s.m : s.k, ac = s.ta == N ? s.k : s.m;

@@ -330,28 +330,34 @@ TEST_CASE("matmul: the rows kernel's B off a vector boundary", "[matmul]") {
                   {{0, 160}, {4, 160}}, {1, 3}, 97, true, on_rows(1, 148, 8000));
 }
 
-TEST_CASE("matmul: A B^T by dot products with A's rows copied onto lines", "[matmul]") {
-  // GemmPath::rows against a B^T copies A's rows to the thread's scratch, each on a cache line,
-  // where they do not start on a vector boundary and the copy fits the scratch (rows_t_copies_a
-  // in matmul/gemm.cpp). A's view starts 0, 1 and 4 floats into a buffer on a line with a row
-  // stride of k, k + 1 and a multiple of 16 floats; 1 x 4000 x 300 and 4 x 1700 x 300 (copied
-  // where not on vector boundaries), 4 x 700 x 1100 (4 rows of 1104 floats: over the scratch,
-  // read in place), on threads 1 and 2 (each over 2 MFLOP, so two threads run, each copying into
-  // its own scratch). C starts as NaN where beta == 0 (never read). Every result within the
-  // reference's tolerance and bit-identical to the first layout's (the same values, the same
-  // sums).
+TEST_CASE("matmul: A B^T by dot products with A's rows copied to B^T's phase", "[matmul]") {
+  // GemmPath::rows against a B^T copies A's rows to the thread's scratch, each as far past a
+  // cache line as B^T's rows lie past a vector boundary (their phase, where they share one),
+  // where A's rows lie otherwise and the copy fits the scratch (rows_t_copies_a in
+  // matmul/gemm.cpp). B^T starts 0 or 4 floats past a line; A's view starts 0, 1 and 4 floats
+  // into a buffer on a line with a row stride of k, k + 1 and a multiple of 16 floats;
+  // 1 x 4000 x 300 and 4 x 1700 x 300 (no shared phase on 16 or 8 lanes), 1 x 4000 x 304 and
+  // 4 x 1700 x 304 (phase 4 on 16 and 8 lanes: A copied where off it), 4 x 700 x 1100 (4 rows of
+  // 1104 floats: over the scratch, read in place), 1 x 40 x 4080 and 1 x 40 x 4096 at phase 4
+  // (the copy with its offset just fits the scratch, and just does not), on threads 1 and 2 (each
+  // over 2 MFLOP where two threads run, each copying into its own scratch). C starts as NaN where
+  // beta == 0 (never read). Every result within the reference's tolerance and bit-identical to
+  // the first layout's (the same values, the same sums).
   struct ALayout {
     std::size_t offset, lda;
   };
-  const auto check = [](const Case& cs, std::initializer_list<ALayout> layouts,
-                        std::uint32_t seed) {
+  const auto check = [](const Case& cs, std::size_t bt_phase,
+                        std::initializer_list<ALayout> layouts, std::uint32_t seed) {
     const std::size_t m = cs.m, n = cs.n, k = cs.k;
     attn_test::Rng rng(seed);
     const auto a_rows = rng.uniform_vec(m * k);
-    const auto bt = rng.uniform_vec(n * k);
+    const auto bt_values = rng.uniform_vec(n * k);
+    std::vector<float> bt_store(n * k + 32);
+    float* const bt = attn_test::line_start(bt_store, bt_phase);
+    std::copy(bt_values.begin(), bt_values.end(), bt);
     auto c0 = rng.uniform_vec(m * n);
     if (cs.beta == 0.0f) std::fill(c0.begin(), c0.end(), attn_test::nan_f());  // never read
-    const MatrixView<const float> bv{bt.data(), n, k, k};
+    const MatrixView<const float> bv{bt, n, k, k};
     // The same values in every layout: one reference.
     const attn_test::Expected expected(cs, {a_rows.data(), m, k, k}, bv, c0);
     for (attn::Isa isa : attn_test::test_isas()) {
@@ -365,15 +371,15 @@ TEST_CASE("matmul: A B^T by dot products with A's rows copied onto lines", "[mat
           std::copy_n(a_rows.data() + i * k, k, a + i * l.lda);
         const MatrixView<const float> av{a, m, k, l.lda};
         if (kern->gemm_rows_t != nullptr) {
-          CHECK(attn::detail::gemm_path(*kern, {m, n, k}, {a, l.lda, 1}, {bt.data(), 1, k}) ==
+          CHECK(attn::detail::gemm_path(*kern, {m, n, k}, {a, l.lda, 1}, {bt, 1, k}) ==
                 attn::detail::GemmPath::rows);
           const std::size_t lanes = kern->gemm_direct_narrow_nr;
           const std::size_t phase =
-              k % lanes == 0 ? reinterpret_cast<std::uintptr_t>(bt.data()) % (lanes * 4) / 4 : 0;
+              k % lanes == 0 ? reinterpret_cast<std::uintptr_t>(bt) % (lanes * 4) / 4 : 0;
           const bool in_phase = reinterpret_cast<std::uintptr_t>(a) % (lanes * 4) / 4 == phase &&
                                 (m == 1 || l.lda % lanes == 0);
-          CHECK(attn::detail::rows_t_a_phase(*kern, {bt.data(), 1, k}) == phase);
-          CHECK(attn::detail::rows_t_copies_a(*kern, {m, n, k}, {a, l.lda, 1}, {bt.data(), 1, k}) ==
+          CHECK(attn::detail::rows_t_a_phase(*kern, {bt, 1, k}) == phase);
+          CHECK(attn::detail::rows_t_copies_a(*kern, {m, n, k}, {a, l.lda, 1}, {bt, 1, k}) ==
                 (!in_phase && phase + m * ((k + 15) / 16 * 16) <= 4096));
         }
         for (int t : {1, 2}) {
@@ -394,11 +400,21 @@ TEST_CASE("matmul: A B^T by dot products with A's rows copied onto lines", "[mat
       }
     }
   };
-  check({1, 4000, 300, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
-        {{0, 300}, {1, 300}, {4, 300}}, 71);
-  check({4, 1700, 300, Transpose::no, Transpose::yes, -0.5f, 1.0f, 0},
-        {{0, 304}, {4, 304}, {1, 301}, {0, 300}}, 73);
-  check({4, 700, 1100, Transpose::no, Transpose::yes, 2.0f, -0.5f, 0}, {{0, 1104}, {4, 1104}}, 79);
+  for (std::size_t bt_phase : {0, 4}) {
+    check({1, 4000, 300, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0}, bt_phase,
+          {{0, 300}, {1, 300}, {4, 300}}, 71);
+    check({4, 1700, 300, Transpose::no, Transpose::yes, -0.5f, 1.0f, 0}, bt_phase,
+          {{0, 304}, {4, 304}, {1, 301}, {0, 300}}, 73);
+    check({1, 4000, 304, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0}, bt_phase,
+          {{4, 304}, {0, 304}, {1, 304}}, 83);
+    check({4, 1700, 304, Transpose::no, Transpose::yes, -0.5f, 1.0f, 0}, bt_phase,
+          {{4, 304}, {0, 304}, {1, 305}}, 89);
+    check({4, 700, 1100, Transpose::no, Transpose::yes, 2.0f, -0.5f, 0}, bt_phase,
+          {{0, 1104}, {4, 1104}}, 79);
+  }
+  check({1, 40, 4080, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0}, 4, {{0, 4080}, {4, 4080}}, 97);
+  check({1, 40, 4096, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0}, 4, {{0, 4096}, {4, 4096}},
+        101);
 }
 
 TEST_CASE("matmul: gemm_path sends one no-packing tile to the direct path", "[matmul]") {

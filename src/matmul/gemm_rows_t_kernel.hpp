@@ -19,6 +19,17 @@ namespace ATTN_ISA_NS {
 // (CpuInfo::rows_t_prefetch_min_rows says where it pays).
 constexpr std::uintptr_t kPrefetchBytes = 4096;
 
+// The first t < lanes floats of a row of A (the rest 0) and of a row of B^T (the rest -0): the
+// products past t are -0, which leave the sums as they were, so a sum of -0 products stays -0.
+template <class A>
+inline vfloat<A> a_part(const float* p, std::size_t t) {
+  return load_n<A>(p, t, 0.0f);
+}
+template <class A>
+inline vfloat<A> bt_part(const float* p, std::size_t t) {
+  return load_n<A>(p, t, -0.0f);
+}
+
 // The floats of k that the dot products take first, as one partial vector: those before B^T's
 // rows reach a vector boundary (rows_vector_phase), so that every later vector load of B^T lies
 // within one vector-aligned block. 0 where the rows start on one or do not share a phase. The
@@ -42,10 +53,9 @@ inline std::size_t rows_t_head(const float* bt, std::size_t ldbt, std::size_t k)
 }
 
 // One row of A against G consecutive rows of B^T: one accumulator per dot product, the first
-// `head` floats of k (rows_t_head) as one partial vector, then vector after vector, A's vector
-// loaded once for the G rows. Partial vectors multiply zero fills (A) by -0 fills (B), whose -0
-// products leave the sums as they were, so a sum of -0 products stays -0. Each dot product's sum
-// does not depend on G.
+// `head` floats of k (rows_t_head) as one partial vector (a_part, bt_part), then vector after
+// vector, A's vector loaded once for the G rows, then the last partial vector. Each dot product's
+// sum does not depend on G.
 template <class A, int G, bool kPrefetch>
 inline void rows_t_group(std::size_t k, const float* a, const float* bt, std::size_t ldbt,
                          std::size_t head, vfloat<A> (&dots)[G]) {
@@ -57,11 +67,15 @@ inline void rows_t_group(std::size_t k, const float* a, const float* bt, std::si
     acc[g] = V(-0.0f);
   std::size_t p = 0;
   if (head != 0) {
-    const V av = load_n<A>(a, head, 0.0f);
+    const V av = a_part<A>(a, head);
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
-      const V bv = load_n<A>(bt + static_cast<std::size_t>(g) * ldbt, head, -0.0f);
-      acc[g] = fmadd<A>(av, bv, acc[g]);
+      const float* bp = bt + static_cast<std::size_t>(g) * ldbt;
+      if constexpr (kPrefetch) {  // the head's line, which the steps may not reach
+        const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(bp) + kPrefetchBytes;
+        __builtin_prefetch(reinterpret_cast<const void*>(ahead), 0, 3);
+      }
+      acc[g] = fmadd<A>(av, bt_part<A>(bp, head), acc[g]);
     }
     p = head;
   }
@@ -83,12 +97,10 @@ inline void rows_t_group(std::size_t k, const float* a, const float* bt, std::si
   }
   if (p < k) {
     const std::size_t t = k - p;
-    const V av = load_n<A>(a + p, t, 0.0f);
+    const V av = a_part<A>(a + p, t);
 #pragma GCC unroll 8
-    for (int g = 0; g < G; ++g) {
-      const V bv = load_n<A>(bt + static_cast<std::size_t>(g) * ldbt + p, t, -0.0f);
-      acc[g] = fmadd<A>(av, bv, acc[g]);
-    }
+    for (int g = 0; g < G; ++g)
+      acc[g] = fmadd<A>(av, bt_part<A>(bt + static_cast<std::size_t>(g) * ldbt + p, t), acc[g]);
   }
 #pragma GCC unroll 8
   for (int g = 0; g < G; ++g)
@@ -189,8 +201,9 @@ void gemm_rows_t_many(std::size_t k, const float* a, std::size_t lda, const floa
   constexpr std::size_t L = lanes<A>;
   constexpr int CH = R == 2 ? 2 : 1;  // independent FMA chains per row
   // With kPrefetch, a step of whole lines (AVX-512; AVX2 with 2 chains) prefetches its lines
-  // kPrefetchBytes ahead, one prefetch per 64 bytes from the step's first float (each line of the
-  // row gets one: the steps lie whole lines apart). Shorter steps track the next line to
+  // kPrefetchBytes ahead, one prefetch per 64 bytes from the step's first float (the steps lie
+  // whole lines apart, so each line after the head's gets one; the head prefetches its own).
+  // Shorter steps track the next line to
   // prefetch, a loop inside each step; whole-line steps did too until 2026-12-06 (Zen 5,
   // AB_LIB_OFFSET=16 bench/ab-lib, 11-15 pairs, bit-identical, time without that loop over with
   // it: AVX-512 A B^T 2 x 2304 x 768 0.955x and 0.913x, 3 rows 0.909x, 4 rows 0.914x and 0.838x,
@@ -217,16 +230,19 @@ void gemm_rows_t_many(std::size_t k, const float* a, std::size_t lda, const floa
           acc[i][h] = V(-0.0f);
       }
       std::size_t p = 0;
+      const std::uintptr_t row = reinterpret_cast<std::uintptr_t>(bj);
       if (head != 0) {
-        const V bv = load_n<A>(bj, head, -0.0f);
-#pragma GCC unroll 8
-        for (int i = 0; i < R; ++i) {
-          const V av = load_n<A>(a + static_cast<std::size_t>(i) * lda, head, 0.0f);
-          acc[i][0] = fmadd<A>(av, bv, acc[i][0]);
+        // The head's line, which whole-line steps (from the next line on) do not prefetch.
+        if constexpr (kPrefetch && kStepBytes % 64 == 0) {
+          __builtin_prefetch(reinterpret_cast<const void*>(row + kPrefetchBytes), 0, 3);
         }
+        const V bv = bt_part<A>(bj, head);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i)
+          acc[i][0] =
+              fmadd<A>(a_part<A>(a + static_cast<std::size_t>(i) * lda, head), bv, acc[i][0]);
         p = head;
       }
-      const std::uintptr_t row = reinterpret_cast<std::uintptr_t>(bj);
       std::uintptr_t fetched = row + kPrefetchBytes;  // lines before it have been prefetched
       for (; p + CH * L <= k; p += CH * L) {
         if constexpr (kPrefetch && kStepBytes % 64 == 0) {
@@ -251,10 +267,10 @@ void gemm_rows_t_many(std::size_t k, const float* a, std::size_t lda, const floa
       }
       for (int h = 0; p < k; p += L, h = (h + 1) % CH) {
         const std::size_t t = k - p < L ? k - p : L;
-        const V bv = load_n<A>(bj + p, t, -0.0f);
+        const V bv = bt_part<A>(bj + p, t);
 #pragma GCC unroll 8
         for (int i = 0; i < R; ++i) {
-          const V av = load_n<A>(a + static_cast<std::size_t>(i) * lda + p, t, 0.0f);
+          const V av = a_part<A>(a + static_cast<std::size_t>(i) * lda + p, t);
           acc[i][h] = fmadd<A>(av, bv, acc[i][h]);
         }
       }
