@@ -203,11 +203,10 @@ void gemm_rows_t_many(std::size_t k, const float* a, std::size_t lda, const floa
   // With kPrefetch, a step of whole lines (AVX-512; AVX2 with 2 chains) prefetches its lines
   // kPrefetchBytes ahead, one prefetch per 64 bytes from the step's first float (the steps lie
   // whole lines apart, so each line after the head's gets one; the head prefetches its own).
-  // Shorter steps track the next line to
-  // prefetch, a loop inside each step; whole-line steps did too until 2026-12-06 (Zen 5,
-  // AB_LIB_OFFSET=16 bench/ab-lib, 11-15 pairs, bit-identical, time without that loop over with
-  // it: AVX-512 A B^T 2 x 2304 x 768 0.955x and 0.913x, 3 rows 0.909x, 4 rows 0.914x and 0.838x,
-  // 8 rows 1.006x (on lines 1.029x); AVX2 2 rows 0.704x).
+  // Shorter steps track the next line to prefetch, a loop inside each step; whole-line steps did
+  // too until 2026-12-06 (Zen 5, AB_LIB_OFFSET=16 bench/ab-lib, 11-15 pairs, bit-identical, time
+  // without that loop over with it: AVX-512 A B^T 2 x 2304 x 768 0.955x and 0.913x, 3 rows
+  // 0.909x, 4 rows 0.914x and 0.838x, 8 rows 1.006x (on lines 1.029x); AVX2 2 rows 0.704x).
   constexpr std::size_t kStepBytes = CH * L * sizeof(float);
   const V va(alpha), vb(beta);
   const std::size_t head = rows_t_head<A>(bt, ldbt, k);
