@@ -225,8 +225,11 @@ void online_softmax_kernel::operator()(A, float* s, std::size_t ld, std::size_t 
 // each an FMA chain over dk; sum_each reduces L chains at once (lane i of sum_each(acc) is the
 // sum of the lanes of acc[i]), so the reduction costs about one shuffle and add per chain.
 struct scores_direct_kernel {
+  // The prefetch helpers are always inlined: GCC 12 finds a function whose only effects are
+  // prefetches "const" (no side effects) and deletes every call to it that it did not inline;
+  // as plain static functions, prefetch_group's calls vanished from all three ISAs' objects.
   // DirectPrefetch::to_l2: prefetcht1 (L2) rather than prefetcht0 (L1 and L2).
-  static void prefetch_line(const char* p, bool to_l2) {
+  __attribute__((always_inline)) static void prefetch_line(const char* p, bool to_l2) {
     if (to_l2) {
       __builtin_prefetch(p, 0, 2);
     } else {
@@ -261,6 +264,55 @@ struct scores_direct_kernel {
     }
   }
 
+  // Key rows [first, last) of k, each line of a row's dk floats.
+  template <bool kToL2>
+  __attribute__((always_inline)) static void prefetch_rows(const float* k, std::size_t ldk,
+                                                           std::size_t first, std::size_t last,
+                                                           std::size_t bytes) {
+    for (std::size_t u = first; u < last; ++u) {
+      const char* row = reinterpret_cast<const char*>(k + u * ldk);
+      for (std::size_t b = 0; b < bytes; b += 64)
+        prefetch_line(row + b, kToL2);
+    }
+  }
+
+  // Keys [j, j + nk): their rows pf.k_ahead_bytes ahead (in this tile or the next), and their
+  // V rows.
+  __attribute__((always_inline)) static void prefetch_group(const float* k, std::size_t ldk,
+                                                            std::size_t j, std::size_t nk,
+                                                            std::size_t ahead, std::size_t dk,
+                                                            const DirectPrefetch& pf) {
+    const std::size_t first = j + ahead,
+                      last = j + nk + ahead < pf.k_rows ? j + nk + ahead : pf.k_rows;
+    if (pf.to_l2) {
+      prefetch_rows<true>(k, ldk, first, last, dk * sizeof(float));
+      if (pf.v != nullptr) prefetch_rows<true>(pf.v, pf.ldv, j, j + nk, pf.v_bytes);
+    } else {
+      prefetch_rows<false>(k, ldk, first, last, dk * sizeof(float));
+      if (pf.v != nullptr) prefetch_rows<false>(pf.v, pf.ldv, j, j + nk, pf.v_bytes);
+    }
+  }
+
+  // s[r][j + u] = scale * (lane sums of acc[r * U + u]), u < nk.
+  template <class A, int R, int U>
+  static void store_dots(const vfloat<A>* acc, std::size_t rows, std::size_t j, std::size_t nk,
+                         float scale, float* s, std::size_t lds) {
+    constexpr std::size_t L = lanes<A>;
+    constexpr int T = R * U;
+    alignas(64) float dots[T];
+#pragma GCC unroll 4
+    for (int g = 0; g < T; g += static_cast<int>(L))
+      sum_each<A>(acc + g).store_aligned(dots + g);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t u = 0; u < nk; ++u)
+        s[r * lds + j + u] = scale * dots[r * U + u];
+    }
+  }
+
+  // Whole groups of U keys step from one key row to the next by ldk (one register for all U
+  // rows: with an array of U row pointers GCC kept 5 of 16 on the stack and reloaded them every
+  // step); R == 1 reads each key's row 4 vectors at a time, in order. The last, partial group
+  // repeats key j in its missing rows. Each sum runs over dk in the same order on either path.
   template <class A, int R>
   static void tile(const float* q, std::size_t ldq, std::size_t rows, const float* k,
                    std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
@@ -275,25 +327,68 @@ struct scores_direct_kernel {
     for (int r = 0; r < R; ++r) {  // rows past `rows` repeat row 0; their sums are dropped
       qr[r] = q + (static_cast<std::size_t>(r) < rows ? static_cast<std::size_t>(r) * ldq : 0);
     }
-    for (std::size_t j = 0; j < keys; j += U) {
-      const std::size_t nk = keys - j < U ? keys - j : U;
+    std::size_t j = 0;
+    for (; j + U <= keys; j += U) {
+      prefetch_group(k, ldk, j, U, ahead, dk, pf);
+      const float* base = k + j * ldk;
+      V acc[R * U];
+#pragma GCC unroll 16
+      for (int i = 0; i < R * U; ++i)
+        acc[i] = V(0.0f);
+      std::size_t x = 0;
+      if (R == 1) {
+        for (; x + 4 * L <= dk; x += 4 * L) {
+          const V q0 = V::load_unaligned(qr[0] + x), q1 = V::load_unaligned(qr[0] + x + L),
+                  q2 = V::load_unaligned(qr[0] + x + 2 * L),
+                  q3 = V::load_unaligned(qr[0] + x + 3 * L);
+          const float* row = base + x;
+#pragma GCC unroll 16
+          for (int u = 0; u < U; ++u, row += ldk) {
+            V t = fmadd<A>(q0, V::load_unaligned(row), acc[u]);
+            t = fmadd<A>(q1, V::load_unaligned(row + L), t);
+            t = fmadd<A>(q2, V::load_unaligned(row + 2 * L), t);
+            acc[u] = fmadd<A>(q3, V::load_unaligned(row + 3 * L), t);
+          }
+        }
+      }
+      for (; x + L <= dk; x += L) {
+        V qv[R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+          qv[r] = V::load_unaligned(qr[r] + x);
+        const float* row = base + x;
+#pragma GCC unroll 16
+        for (int u = 0; u < U; ++u, row += ldk) {
+          const V kv = V::load_unaligned(row);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r)
+            acc[r * U + u] = fmadd<A>(qv[r], kv, acc[r * U + u]);
+        }
+      }
+      if (x < dk) {
+        const std::size_t n = dk - x;
+        V qv[R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+          qv[r] = load_partial<A>(qr[r] + x, n, 0.0f);
+        const float* row = base + x;
+#pragma GCC unroll 16
+        for (int u = 0; u < U; ++u, row += ldk) {
+          const V kv = load_partial<A>(row, n, 0.0f);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r)
+            acc[r * U + u] = fmadd<A>(qv[r], kv, acc[r * U + u]);
+        }
+      }
+      store_dots<A, R, U>(acc, rows, j, U, scale, s, lds);
+    }
+    if (j < keys) {
+      const std::size_t nk = keys - j;
+      prefetch_group(k, ldk, j, nk, ahead, dk, pf);
       const float* kr[U];
 #pragma GCC unroll 16
       for (int u = 0; u < U; ++u)
         kr[u] = k + (j + (static_cast<std::size_t>(u) < nk ? u : 0)) * ldk;
-      // Key rows pf.k_ahead_bytes ahead (in this tile or the next), and this group's V rows.
-      for (std::size_t u = 0; u < nk && j + u + ahead < pf.k_rows; ++u) {
-        const char* row = reinterpret_cast<const char*>(k + (j + u + ahead) * ldk);
-        for (std::size_t b = 0; b < dk * sizeof(float); b += 64)
-          prefetch_line(row + b, pf.to_l2);
-      }
-      if (pf.v != nullptr) {
-        for (std::size_t u = 0; u < nk; ++u) {
-          const char* row = reinterpret_cast<const char*>(pf.v + (j + u) * pf.ldv);
-          for (std::size_t b = 0; b < pf.v_bytes; b += 64)
-            prefetch_line(row + b, pf.to_l2);
-        }
-      }
       V acc[R * U];
 #pragma GCC unroll 16
       for (int i = 0; i < R * U; ++i)
@@ -326,14 +421,7 @@ struct scores_direct_kernel {
             acc[r * U + u] = fmadd<A>(qv, kv[u], acc[r * U + u]);
         }
       }
-      alignas(64) float dots[T];
-#pragma GCC unroll 4
-      for (int g = 0; g < T; g += static_cast<int>(L))
-        sum_each<A>(acc + g).store_aligned(dots + g);
-      for (std::size_t r = 0; r < rows; ++r) {
-        for (std::size_t u = 0; u < nk; ++u)
-          s[r * lds + j + u] = scale * dots[r * U + u];
-      }
+      store_dots<A, R, U>(acc, rows, j, nk, scale, s, lds);
     }
   }
 };

@@ -867,8 +867,10 @@ constexpr std::size_t kNextPanelMinWork = 28 * 48;
 constexpr std::size_t kNextPanelMaxShare = 64;
 
 // Fetches `rows` rows of `bytes` bytes each, from p on and ld floats apart, into L2. Addresses are
-// integers: the last panel's rows may reach past the matrix (a prefetch does not fault).
-void prefetch_rows_l2(const float* p, std::size_t rows, std::size_t ld, std::size_t bytes) {
+// integers: the last panel's rows may reach past the matrix (a prefetch does not fault). Always
+// inlined, as simd.hpp's prefetch_rows, or GCC may delete its calls.
+__attribute__((always_inline)) inline void prefetch_rows_l2(const float* p, std::size_t rows,
+                                                            std::size_t ld, std::size_t bytes) {
   std::uintptr_t row = reinterpret_cast<std::uintptr_t>(p);
   for (std::size_t r = 0; r < rows; ++r, row += ld * sizeof(float)) {
     for (std::size_t l = 0; l < bytes; l += kLineBytes)

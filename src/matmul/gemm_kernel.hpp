@@ -104,8 +104,10 @@ inline void rank1_update_packed(vfloat<A> (&acc)[MR][NV], const vfloat<A> (&bv)[
 // memory at each KC pass, and the k loop then hides the misses (BLIS's kernels do the same).
 // Every line a row touches: one per 64 bytes from its start, and the line of its last byte, which
 // is one more where the row does not start on a line (a C from malloc starts 16 bytes past one).
+// Always inlined, as simd.hpp's prefetch_rows: GCC may delete calls to it otherwise.
 template <class A, int MR, int NV>
-inline void prefetch_tile(const float* c, std::size_t ldc, std::size_t m) {
+__attribute__((always_inline)) inline void prefetch_tile(const float* c, std::size_t ldc,
+                                                         std::size_t m) {
   constexpr int kRowBytes = NV * static_cast<int>(lanes<A> * sizeof(float));
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {

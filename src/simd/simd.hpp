@@ -521,9 +521,11 @@ inline void transpose_block(const float* src, std::size_t ld, std::size_t rows, 
 
 // Prefetches column `col` of rows [first, first + rows) of a (row stride ld): rows of the next
 // panel, while a packing routine reads this one. Integer arithmetic: past the last panel the
-// address is outside the matrix, and a prefetch never faults.
-inline void prefetch_rows(const float* a, std::size_t ld, std::size_t first, std::size_t col,
-                          std::size_t rows) {
+// address is outside the matrix, and a prefetch never faults. Always inlined: GCC deletes calls
+// it did not inline to a function whose only effects are prefetches (it finds them "const").
+__attribute__((always_inline)) inline void prefetch_rows(const float* a, std::size_t ld,
+                                                         std::size_t first, std::size_t col,
+                                                         std::size_t rows) {
   const std::uintptr_t next =
       reinterpret_cast<std::uintptr_t>(a) + (col + first * ld) * sizeof(float);
 #pragma GCC unroll 8
