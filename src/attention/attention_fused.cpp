@@ -56,6 +56,13 @@ constexpr double kMinParallelFlops = 2e6;
 // Keys per tile of a decoding task with one query row (MHA decoding; Plan::key_tile).
 constexpr std::size_t kOneRowTileKeys = 512;
 
+// Whether the decoding path's P * V (Task::accumulate with attention_pv_few) takes Dv's columns
+// past its whole attention_nr-wide panels one vector at a time: Dv is whole vectors, not panels.
+bool pv_by_vectors(const Kernels& kern, std::size_t dv) {
+  return kern.attention_pv_few != nullptr && kern.attention_pv_few_vec != nullptr &&
+         dv % kern.attention_nr != 0 && dv % kern.attention_pv_few_vec_nr == 0;
+}
+
 struct Plan {
   std::size_t mr, nr, bq, bk;
   // The keys of one tile in run_fused: bk, or, for a task of one query row (direct_k, Lq = 1, no
@@ -147,8 +154,10 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
       (threads > 1 || sat_mul(d.len_q, p.group) >= cpu.decode_prefetch_v_one_thread_min_rows);
   p.prefetch_v = d.dim_v > 0 && (v_hint || p.kv_prefetch_l2);  // V may have no data
   p.k_ahead_bytes = cpu.decode_k_ahead_bytes;
-  // V is read in place when each of its rows holds whole NR-wide panels.
-  p.pack_v = d.dim_v % p.nr != 0 || call.v.strides[2] <= 0;
+  // V is read in place when each of its rows holds whole NR-wide panels, or, on the decoding
+  // path, whole vectors (Kernels::attention_pv_few_vec; Task::accumulate).
+  p.pack_v = (d.dim_v % p.nr != 0 && !(p.direct_k && pv_by_vectors(kern, d.dim_v))) ||
+             call.v.strides[2] <= 0;
   const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
   p.k_pack_floats = p.direct_k ? 0 : sat_round_up(sat_mul(lk_pad, p.dk), 16);
   p.v_pack_floats = p.pack_v ? sat_round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
@@ -528,15 +537,22 @@ class Task {
       // attention_decode shapes), then NR-wide ones (attention_pv_few_nr is a multiple of NR).
       std::size_t lo, hi;
       block_keys(cut, 0, n, k0, cols, &lo, &hi);
-      const std::size_t fnr = kern_.attention_pv_few_nr;
+      // Where Dv is whole vectors (pv_by_vectors), the panels end at Dv, the last columns one
+      // vector at a time (V may be in place: make_plan), packed or not; else at Dv padded.
+      const std::size_t fnr = kern_.attention_pv_few_nr, vnr = kern_.attention_pv_few_vec_nr;
+      const std::size_t end = pv_by_vectors(kern_, p_.dv) ? p_.dv : p_.dv_pad;
       std::size_t j0 = 0;
-      for (; j0 + fnr <= p_.dv_pad; j0 += fnr) {
+      for (; j0 + fnr <= end; j0 += fnr) {
         kern_.attention_pv_few(hi - lo, w_.s + lo, v_tile + lo * pack_.ldv + j0, pack_.ldv, o + j0,
                                p_.dv_pad, row_scale, n);
       }
-      for (; j0 < p_.dv_pad; j0 += nr) {
+      for (; j0 + nr <= end; j0 += nr) {
         kern_.attention_pv(hi - lo, w_.s + lo, v_tile + lo * pack_.ldv + j0, pack_.ldv, o + j0,
                            p_.dv_pad, row_scale, n);
+      }
+      for (; j0 < end; j0 += vnr) {
+        kern_.attention_pv_few_vec(hi - lo, w_.s + lo, v_tile + lo * pack_.ldv + j0, pack_.ldv,
+                                   o + j0, p_.dv_pad, row_scale, n);
       }
       return;
     }

@@ -21,6 +21,8 @@
   bool all_finite(const float* x, std::size_t ld, std::size_t rows, std::size_t cols);             \
   void pv_few(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,            \
               std::size_t ldc, const float* row_scale, std::size_t m);                             \
+  void pv_few_vec(std::size_t k, const float* p, const float* b, std::size_t ldb, float* c,        \
+                  std::size_t ldc, const float* row_scale, std::size_t m);                         \
   void scores_q_in_place(std::size_t k, const float* a, std::size_t lda, const float* b,           \
                          std::size_t ldb, float* c, std::size_t ldc, float alpha, float beta,      \
                          std::size_t m, std::size_t n, const float* bias);                         \

@@ -294,6 +294,16 @@ struct Kernels {
   // avx2 0.91x, sse2 0.83x (avx512: see pv_kernel_row and a0a183c).
   std::size_t attention_pv_few_nr;
   PvUkernel attention_pv_few;
+  // attention_pv_few one vector wide (attention_pv_few_vec_nr, the lanes): on that path, a V
+  // whose rows hold whole vectors but not whole attention_nr-wide panels (AVX-512's Dv 48, 80,
+  // 112) is read in place, its last columns a vector at a time, where it was copied into padded
+  // rows first (Plan::pack_v). bench/ab-lib (Zen 5, AB_LIB_OFFSET=16, one thread, 7-9 pairs, all
+  // won; one row's last columns sum in another order, within the bounds): attention
+  // 1,12,1,1024,80 0.577x the time, 112 0.539x, 48 0.581x, 4 rows at 80 0.569x, K and V from
+  // memory (AB_LIB_KV_COPIES=16) 0.708x; AVX2 at Dv 72 0.564x, SSE2 at 68 0.590x. nullptr (and
+  // 0) where attention_pv_few is.
+  std::size_t attention_pv_few_vec_nr;
+  PvUkernel attention_pv_few_vec;
   // True if x[r * ld + c] is finite for every r < rows, c < cols.
   bool (*all_finite)(const float* x, std::size_t ld, std::size_t rows, std::size_t cols);
   SmallRowKernel attention_small_row;

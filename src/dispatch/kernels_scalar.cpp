@@ -68,6 +68,8 @@ const Kernels kScalarKernels = {
     &scalar::scores_direct,
     0,
     nullptr,
+    0,
+    nullptr,
     &scalar::all_finite,
     &scalar::small_row,
 };
