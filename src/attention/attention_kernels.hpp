@@ -309,119 +309,98 @@ struct scores_direct_kernel {
     }
   }
 
-  // Whole groups of U keys step from one key row to the next by ldk (one register for all U
-  // rows: with an array of U row pointers GCC kept 5 of 16 on the stack and reloaded them every
-  // step); R == 1 reads each key's row 4 vectors at a time, in order. The last, partial group
-  // repeats key j in its missing rows. Each sum runs over dk in the same order on either path.
+  // The dot products of R query rows with nk <= U key rows from `base`, ldk apart, into acc
+  // (acc[r * U + u]: query row r, key u). The rows step from one to the next by ldk (one register
+  // for all U rows: with an array of U row pointers GCC kept 5 of 16 on the stack and reloaded
+  // them every step); past nk (a partial last group, !kWhole) the last key row repeats, whose
+  // sums the caller drops. R == 1 reads each key's row 4 vectors at a time, in order. Each sum
+  // runs over dk in order.
+  template <class A, int R, bool kWhole>
+  static void dots(const float* const* qr, const float* base, std::size_t ldk, std::size_t nk,
+                   std::size_t dk, vfloat<A>* acc) {
+    using V = vfloat<A>;
+    constexpr std::size_t L = lanes<A>;
+    constexpr int U = (L >= 8 ? static_cast<int>(L) : 8) / R;
+    const auto next = [&](const float* row, int u) {
+      return kWhole || static_cast<std::size_t>(u) + 1 < nk ? row + ldk : row;
+    };
+#pragma GCC unroll 16
+    for (int i = 0; i < R * U; ++i)
+      acc[i] = V(0.0f);
+    std::size_t x = 0;
+    if (R == 1) {
+      for (; x + 4 * L <= dk; x += 4 * L) {
+        const V q0 = V::load_unaligned(qr[0] + x), q1 = V::load_unaligned(qr[0] + x + L),
+                q2 = V::load_unaligned(qr[0] + x + 2 * L),
+                q3 = V::load_unaligned(qr[0] + x + 3 * L);
+        const float* row = base + x;
+#pragma GCC unroll 16
+        for (int u = 0; u < U; ++u) {
+          V t = fmadd<A>(q0, V::load_unaligned(row), acc[u]);
+          t = fmadd<A>(q1, V::load_unaligned(row + L), t);
+          t = fmadd<A>(q2, V::load_unaligned(row + 2 * L), t);
+          acc[u] = fmadd<A>(q3, V::load_unaligned(row + 3 * L), t);
+          row = next(row, u);
+        }
+      }
+    }
+    for (; x + L <= dk; x += L) {
+      V qv[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        qv[r] = V::load_unaligned(qr[r] + x);
+      const float* row = base + x;
+#pragma GCC unroll 16
+      for (int u = 0; u < U; ++u) {
+        const V kv = V::load_unaligned(row);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+          acc[r * U + u] = fmadd<A>(qv[r], kv, acc[r * U + u]);
+        row = next(row, u);
+      }
+    }
+    if (x < dk) {
+      const std::size_t n = dk - x;
+      V qv[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        qv[r] = load_partial<A>(qr[r] + x, n, 0.0f);
+      const float* row = base + x;
+#pragma GCC unroll 16
+      for (int u = 0; u < U; ++u) {
+        const V kv = load_partial<A>(row, n, 0.0f);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+          acc[r * U + u] = fmadd<A>(qv[r], kv, acc[r * U + u]);
+        row = next(row, u);
+      }
+    }
+  }
+
   template <class A, int R>
   static void tile(const float* q, std::size_t ldq, std::size_t rows, const float* k,
                    std::size_t ldk, std::size_t keys, std::size_t dk, float scale, float* s,
                    std::size_t lds, const DirectPrefetch& pf) {
     using V = vfloat<A>;
     constexpr std::size_t L = lanes<A>;
-    constexpr int T = L >= 8 ? static_cast<int>(L) : 8;
-    constexpr int U = T / R;
+    constexpr int U = (L >= 8 ? static_cast<int>(L) : 8) / R;
     const std::size_t ahead = pf.k_ahead_bytes / (dk * sizeof(float)) + 1;  // dk > 0 here
     const float* qr[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {  // rows past `rows` repeat row 0; their sums are dropped
       qr[r] = q + (static_cast<std::size_t>(r) < rows ? static_cast<std::size_t>(r) * ldq : 0);
     }
+    V acc[R * U];
     std::size_t j = 0;
     for (; j + U <= keys; j += U) {
       prefetch_group(k, ldk, j, U, ahead, dk, pf);
-      const float* base = k + j * ldk;
-      V acc[R * U];
-#pragma GCC unroll 16
-      for (int i = 0; i < R * U; ++i)
-        acc[i] = V(0.0f);
-      std::size_t x = 0;
-      if (R == 1) {
-        for (; x + 4 * L <= dk; x += 4 * L) {
-          const V q0 = V::load_unaligned(qr[0] + x), q1 = V::load_unaligned(qr[0] + x + L),
-                  q2 = V::load_unaligned(qr[0] + x + 2 * L),
-                  q3 = V::load_unaligned(qr[0] + x + 3 * L);
-          const float* row = base + x;
-#pragma GCC unroll 16
-          for (int u = 0; u < U; ++u, row += ldk) {
-            V t = fmadd<A>(q0, V::load_unaligned(row), acc[u]);
-            t = fmadd<A>(q1, V::load_unaligned(row + L), t);
-            t = fmadd<A>(q2, V::load_unaligned(row + 2 * L), t);
-            acc[u] = fmadd<A>(q3, V::load_unaligned(row + 3 * L), t);
-          }
-        }
-      }
-      for (; x + L <= dk; x += L) {
-        V qv[R];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r)
-          qv[r] = V::load_unaligned(qr[r] + x);
-        const float* row = base + x;
-#pragma GCC unroll 16
-        for (int u = 0; u < U; ++u, row += ldk) {
-          const V kv = V::load_unaligned(row);
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r)
-            acc[r * U + u] = fmadd<A>(qv[r], kv, acc[r * U + u]);
-        }
-      }
-      if (x < dk) {
-        const std::size_t n = dk - x;
-        V qv[R];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r)
-          qv[r] = load_partial<A>(qr[r] + x, n, 0.0f);
-        const float* row = base + x;
-#pragma GCC unroll 16
-        for (int u = 0; u < U; ++u, row += ldk) {
-          const V kv = load_partial<A>(row, n, 0.0f);
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r)
-            acc[r * U + u] = fmadd<A>(qv[r], kv, acc[r * U + u]);
-        }
-      }
+      dots<A, R, true>(qr, k + j * ldk, ldk, U, dk, acc);
       store_dots<A, R, U>(acc, rows, j, U, scale, s, lds);
     }
     if (j < keys) {
-      const std::size_t nk = keys - j;
-      prefetch_group(k, ldk, j, nk, ahead, dk, pf);
-      const float* kr[U];
-#pragma GCC unroll 16
-      for (int u = 0; u < U; ++u)
-        kr[u] = k + (j + (static_cast<std::size_t>(u) < nk ? u : 0)) * ldk;
-      V acc[R * U];
-#pragma GCC unroll 16
-      for (int i = 0; i < R * U; ++i)
-        acc[i] = V(0.0f);
-      std::size_t x = 0;
-      for (; x + L <= dk; x += L) {
-        V kv[U];
-#pragma GCC unroll 16
-        for (int u = 0; u < U; ++u)
-          kv[u] = V::load_unaligned(kr[u] + x);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          const V qv = V::load_unaligned(qr[r] + x);
-#pragma GCC unroll 16
-          for (int u = 0; u < U; ++u)
-            acc[r * U + u] = fmadd<A>(qv, kv[u], acc[r * U + u]);
-        }
-      }
-      if (x < dk) {
-        const std::size_t n = dk - x;
-        V kv[U];
-#pragma GCC unroll 16
-        for (int u = 0; u < U; ++u)
-          kv[u] = load_partial<A>(kr[u] + x, n, 0.0f);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          const V qv = load_partial<A>(qr[r] + x, n, 0.0f);
-#pragma GCC unroll 16
-          for (int u = 0; u < U; ++u)
-            acc[r * U + u] = fmadd<A>(qv, kv[u], acc[r * U + u]);
-        }
-      }
-      store_dots<A, R, U>(acc, rows, j, nk, scale, s, lds);
+      prefetch_group(k, ldk, j, keys - j, ahead, dk, pf);
+      dots<A, R, false>(qr, k + j * ldk, ldk, keys - j, dk, acc);
+      store_dots<A, R, U>(acc, rows, j, keys - j, scale, s, lds);
     }
   }
 };
