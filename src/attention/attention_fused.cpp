@@ -95,6 +95,9 @@ struct Plan {
   std::size_t k_ahead_bytes;
   // Shared packs: K^T panels of every group in a batch, and V rows when V is not read in place.
   bool pack_v;
+  // Decoding's P * V takes Dv's columns past its whole NR-wide panels one vector at a time
+  // (direct_k and pv_by_vectors), V packed or not.
+  bool pv_vectors;
   std::size_t k_pack_floats, v_pack_floats;  // per group
   std::size_t groups, groups_per_batch;
   // floats per thread
@@ -156,8 +159,8 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   p.k_ahead_bytes = cpu.decode_k_ahead_bytes;
   // V is read in place when each of its rows holds whole NR-wide panels, or, on the decoding
   // path, whole vectors (Kernels::attention_pv_few_vec; Task::accumulate).
-  p.pack_v = (d.dim_v % p.nr != 0 && !(p.direct_k && pv_by_vectors(kern, d.dim_v))) ||
-             call.v.strides[2] <= 0;
+  p.pv_vectors = p.direct_k && pv_by_vectors(kern, d.dim_v);
+  p.pack_v = (d.dim_v % p.nr != 0 && !p.pv_vectors) || call.v.strides[2] <= 0;
   const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
   p.k_pack_floats = p.direct_k ? 0 : sat_round_up(sat_mul(lk_pad, p.dk), 16);
   p.v_pack_floats = p.pack_v ? sat_round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
@@ -537,10 +540,10 @@ class Task {
       // attention_decode shapes), then NR-wide ones (attention_pv_few_nr is a multiple of NR).
       std::size_t lo, hi;
       block_keys(cut, 0, n, k0, cols, &lo, &hi);
-      // Where Dv is whole vectors (pv_by_vectors), the panels end at Dv, the last columns one
+      // Where Dv is whole vectors (Plan::pv_vectors), the panels end at Dv, the last columns one
       // vector at a time (V may be in place: make_plan), packed or not; else at Dv padded.
       const std::size_t fnr = kern_.attention_pv_few_nr, vnr = kern_.attention_pv_few_vec_nr;
-      const std::size_t end = pv_by_vectors(kern_, p_.dv) ? p_.dv : p_.dv_pad;
+      const std::size_t end = p_.pv_vectors ? p_.dv : p_.dv_pad;
       std::size_t j0 = 0;
       for (; j0 + fnr <= end; j0 += fnr) {
         kern_.attention_pv_few(hi - lo, w_.s + lo, v_tile + lo * pack_.ldv + j0, pack_.ldv, o + j0,

@@ -321,8 +321,9 @@ struct scores_direct_kernel {
     using V = vfloat<A>;
     constexpr std::size_t L = lanes<A>;
     constexpr int U = (L >= 8 ? static_cast<int>(L) : 8) / R;
+    // Never a pointer past the group's last key row.
     const auto next = [&](const float* row, int u) {
-      return kWhole || static_cast<std::size_t>(u) + 1 < nk ? row + ldk : row;
+      return u + 1 < U && (kWhole || static_cast<std::size_t>(u) + 1 < nk) ? row + ldk : row;
     };
 #pragma GCC unroll 16
     for (int i = 0; i < R * U; ++i)
