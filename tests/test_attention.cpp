@@ -221,19 +221,27 @@ TEST_CASE("attention: the paths only large shapes reach", "[attention][split]") 
   }
 }
 
-TEST_CASE("attention of at most 4 query rows per KV head (decoding) reads K in place",
-          "[attention][direct]") {
+TEST_CASE(
+    "attention of at most 16 query rows per KV head (decoding and GQA groups) reads K in place",
+    "[attention][direct]") {
   // Lq * (Hq / Hkv) <= 4 takes the path that computes scores from K rows in place (no K^T pack),
-  // 1, 2 or 4 rows per register tile; 5 rows is the packed path's boundary. Head dims around
-  // every vector width, key counts across tiles and panels, every mask kind.
+  // 1, 2 or 4 rows per register tile, and P * V by attention_pv_few. 5 to 16 rows take it by
+  // scores_read_k_in_place (attention/attention_fused.cpp), four rows per scores call and P * V
+  // by the attention_pv tiles: always up to 6 rows, else where Dk >= 80 (here 80, 128 and 257)
+  // or one KV head's K reaches a quarter of L2 (3001 keys from Dk 22 up, on an L2 of 1 MiB or
+  // less); the others, and 17 rows and more, pack K. Head dims around every vector width, key
+  // counts across tiles and panels, every mask kind.
   attn_test::Rng rng(24);
   struct Rows {
     std::size_t lq, hq, hkv;
   };
   // {5, 8, 2}: 20 packed rows per KV head, 4 heads stacked in one pass whose MR panels mix
-  // heads. 3001 keys: the direct path under the decoding key split.
-  const Rows rows[] = {{1, 1, 1}, {1, 2, 1}, {1, 4, 1}, {2, 2, 1}, {3, 1, 1}, {1, 3, 1},
-                       {4, 1, 1}, {1, 8, 2}, {2, 4, 2}, {5, 1, 1}, {1, 5, 1}, {5, 8, 2}};
+  // heads. 3001 keys: the direct path under the decoding key split. {2, 4, 1}: speculative
+  // decoding of 2 tokens with a GQA group of 4.
+  const Rows rows[] = {{1, 1, 1}, {1, 2, 1},  {1, 4, 1},  {2, 2, 1}, {3, 1, 1},
+                       {1, 3, 1}, {4, 1, 1},  {1, 8, 2},  {2, 4, 2}, {5, 1, 1},
+                       {1, 5, 1}, {5, 8, 2},  {6, 1, 1},  {1, 8, 1}, {2, 4, 1},
+                       {3, 4, 1}, {16, 1, 1}, {1, 34, 2}, {17, 1, 1}};
   // Dv 80, 40 and 20: whole vectors, not whole P*V panels, on AVX-512, AVX2 and SSE2 (V read in
   // place, its last columns one vector at a time: Kernels::attention_pv_few_vec).
   const std::size_t dks[] = {1, 3, 20, 40, 64, 80, 128, 257};

@@ -18,10 +18,10 @@
 // the caller's weights and finds m and l; a second turns them into exact probabilities and
 // accumulates O from them. For a few long rows (decoding) the keys are split into chunks of a
 // size fixed by the shape, whose partial (m, l, O) are merged in chunk order: the result never
-// depends on the thread count. With at most kDirectRows query rows per KV head (a decoding step)
-// packing K would cost more than the reuse it buys: the query heads sharing a KV head are stacked
-// into one tile and their scores computed from K rows in place (dot products), so K and V are
-// each read once from memory.
+// depends on the thread count. With few query rows per KV head (a decoding step, a GQA group,
+// speculative decoding: scores_read_k_in_place) packing K would cost more than the reuse it buys:
+// the query heads sharing a KV head are stacked into one tile and their scores computed from K
+// rows in place (dot products), so K and V are each read once from memory.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -55,6 +55,36 @@ constexpr std::size_t kSplitMaxChunks = 16;
 constexpr double kMinParallelFlops = 2e6;
 // Keys per tile of a decoding task with one query row (MHA decoding; Plan::key_tile).
 constexpr std::size_t kOneRowTileKeys = 512;
+
+// Whether the scores read K's rows in place (dot products, Plan::direct_k) rather than from K^T
+// panels packed per call, for `rows` query rows per KV head (Lq times the GQA group), head
+// dimension dk and lk keys. Up to kDirectRows rows (a decoding step) always. Above, packing K
+// costs a pass over it that its reuse by the packed tiles' rows (14 on AVX-512, of which the
+// others are padding) must repay, and the dot products pay a horizontal sum per score that a
+// smaller dk amortises less: up to kDirectMaxRows rows (a GQA group of 5-8 heads, speculative
+// decoding, a short chunk of a prompt) where dk >= kDirectWideDk, where the rows are at most
+// kDirectFewRows, or where one KV head's K rows (lk * dk floats) reach a quarter of L2, so that
+// the pack would read them from L3 or memory. Zen 5, AVX-512, bench/ab-lib (AB_LIB_OFFSET=16,
+// 7-11 pairs, K and V hot in L3; shapes B,H,Lq,Lk,d, so rows = Lq), time against packing K:
+// d = 128: 1,8,5,2048,128 0.452x, 8 rows 0.558x, 12 rows 0.618x, 16 rows 0.649x and 0.654x,
+// 1,32,8,1024,128 0.484x, 1,8,8,1024,128 0.730x, 1,8,16,256,128 0.948x; d = 96 and 80:
+// 1,32,8,512,96 0.592x, 1,32,8,512,80 0.660x; d = 64: 1,12,5,512,64 0.842x, 1,12,6,64,64 0.944x,
+// 1,12,6,128,64 0.981x, 1,12,8,1024,64 0.914x, 1,12,12,1024,64 0.972x, 1,12,8,2048,64 0.694x,
+// 1,12,16,2048,64 0.933x, 1,4,16,4096,64 0.919x; but with K of a head within a quarter of L2,
+// 1,12,7,512,64 1.086x, 1,12,8,128,64 1.124x, 1,12,8,512,64 1.096-1.152x, 1,12,16,512,64
+// 0.993-1.182x (those keep the packed tiles). More rows at d = 128 won too (1,8,24,2048,128
+// 0.735x, 32 rows 0.790x, 48 rows 0.845x) but 1,12,32,512,64 lost (1.269x): not taken. AVX2 read
+// 1,8,8,2048,128 0.489x and 1,12,8,512,64 0.913x (the rule keeps AVX-512's bound there).
+constexpr std::size_t kDirectMaxRows = 16;
+constexpr std::size_t kDirectFewRows = 6;
+constexpr std::size_t kDirectWideDk = 80;
+
+bool scores_read_k_in_place(std::size_t rows, std::size_t dk, std::size_t lk) {
+  if (rows <= kDirectRows) return true;
+  if (rows > kDirectMaxRows) return false;
+  return dk >= kDirectWideDk || rows <= kDirectFewRows ||
+         sat_mul(sat_mul(lk, dk), sizeof(float)) >= cpu_info().l2_bytes / 4;
+}
 
 // Whether the decoding path's P * V (Task::accumulate with attention_pv_few) takes Dv's columns
 // past its whole attention_nr-wide panels one vector at a time: Dv is whole vectors, not panels.
@@ -95,8 +125,11 @@ struct Plan {
   std::size_t k_ahead_bytes;
   // Shared packs: K^T panels of every group in a batch, and V rows when V is not read in place.
   bool pack_v;
-  // Decoding's P * V takes Dv's columns past its whole NR-wide panels one vector at a time
-  // (direct_k and pv_by_vectors), V packed or not.
+  // P * V by Kernels::attention_pv_few (Task::accumulate): direct_k with at most kDirectRows
+  // rows per KV head, on an ISA that has it; more rows take the attention_pv tiles.
+  bool pv_few;
+  // pv_few's P * V takes Dv's columns past its whole NR-wide panels one vector at a time
+  // (pv_by_vectors), V packed or not.
   bool pv_vectors;
   std::size_t k_pack_floats, v_pack_floats;  // per group
   std::size_t groups, groups_per_batch;
@@ -137,13 +170,13 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   }
   p.tasks_per_group = p.head_chunks * p.q_tiles * p.k_chunks;
   p.groups = d.batch * d.heads_kv;
-  // Packing K^T pays when its panels are reused by many query rows; with at most kDirectRows rows
-  // per KV head, the scores read K where it is.
-  p.direct_k = sat_mul(d.len_q, p.group) <= kDirectRows && call.k.strides[2] > 0;
-  p.key_tile =
-      p.direct_k && sat_mul(d.len_q, p.group) == 1 && kern.attention_pv_few != nullptr && !p.weights
-          ? std::min(kOneRowTileKeys, p.bq * p.bk)
-          : p.bk;
+  // Packing K^T pays when its panels are reused by many query rows; with few rows per KV head
+  // (scores_read_k_in_place), the scores read K where it is.
+  const std::size_t rows_per_kv_head = sat_mul(d.len_q, p.group);
+  p.direct_k = scores_read_k_in_place(rows_per_kv_head, d.dim_k, d.len_k) && call.k.strides[2] > 0;
+  p.key_tile = p.direct_k && rows_per_kv_head == 1 && kern.attention_pv_few != nullptr && !p.weights
+                   ? std::min(kOneRowTileKeys, p.bq * p.bk)
+                   : p.bk;
   const CpuInfo& cpu = cpu_info();
   const std::size_t kv_bytes =
       sat_mul(sat_mul(p.groups, d.len_k), sat_mul(sat_add(d.dim_k, d.dim_v), sizeof(float)));
@@ -154,12 +187,13 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   // 1.041x, but K and V from memory 0.933x, and 1,32,1,4096,128 0.888x.
   const bool v_hint =
       cpu.decode_prefetch_v && p.key_tile == p.bk &&
-      (threads > 1 || sat_mul(d.len_q, p.group) >= cpu.decode_prefetch_v_one_thread_min_rows);
+      (threads > 1 || rows_per_kv_head >= cpu.decode_prefetch_v_one_thread_min_rows);
   p.prefetch_v = d.dim_v > 0 && (v_hint || p.kv_prefetch_l2);  // V may have no data
   p.k_ahead_bytes = cpu.decode_k_ahead_bytes;
   // V is read in place when each of its rows holds whole NR-wide panels, or, on the decoding
   // path, whole vectors (Kernels::attention_pv_few_vec; Task::accumulate).
-  p.pv_vectors = p.direct_k && pv_by_vectors(kern, d.dim_v);
+  p.pv_few = p.direct_k && rows_per_kv_head <= kDirectRows && kern.attention_pv_few != nullptr;
+  p.pv_vectors = p.pv_few && pv_by_vectors(kern, d.dim_v);
   p.pack_v = (d.dim_v % p.nr != 0 && !p.pv_vectors) || call.v.strides[2] <= 0;
   const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
   p.k_pack_floats = p.direct_k ? 0 : sat_round_up(sat_mul(lk_pad, p.dk), 16);
@@ -533,7 +567,7 @@ class Task {
     if (p_.dv == 0) return;  // and V may have no data
     float* o = w_.o + state(pass, 0) * p_.dv_pad;
     const float* v_tile = pack_.v + k0 * pack_.ldv;
-    if (p_.direct_k && kern_.attention_pv_few != nullptr) {
+    if (p_.pv_few) {
       // One row block (n <= kDirectRows): panels as wide as attention_pv_few takes (fewer and
       // longer runs of each V row than NR-wide panels; on AVX2 and SSE2 3 or 4 rows take each
       // panel in two halves; measured on AVX-512 0.91-0.93x the time of NR-wide panels on both

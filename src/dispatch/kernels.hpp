@@ -104,13 +104,14 @@ using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys,
 
 // Scores of a few query rows against keys read in place, for attention whose query rows per KV
 // head are too few to repay packing K (decoding): s[r * lds + j] = scale * sum_x q[r * ldq + x] *
-// k[j * ldk + x] for r < rows <= kDirectRows, j < keys. With dk == 0 the scores are 0 (q and k
-// may then be null).
+// k[j * ldk + x] for r < rows, j < keys, in groups of kDirectRows rows (each group reads K again:
+// Plan::direct_k takes up to 16 rows, attention/attention_fused.cpp). With dk == 0 the scores are 0
+// (q and k may then be null).
 //
-// Decoding streams K and V from memory once, so the kernel also prefetches into L1 (results do
-// not depend on it): with key j, the key row pf.k_ahead_bytes ahead if it is below pf.k_rows
-// (the rows the caller may read, past this tile too), and row j of pf.v (pf.v_bytes at
-// pf.v + j * pf.ldv; none when pf.v is null: the caller leaves it null where
+// Decoding streams K and V from memory once, so the kernel's first group of rows also prefetches
+// into L1 (results do not depend on it): with key j, the key row pf.k_ahead_bytes ahead if it is
+// below pf.k_rows (the rows the caller may read, past this tile too), and row j of pf.v (pf.v_bytes
+// at pf.v + j * pf.ldv; none when pf.v is null: the caller leaves it null where
 // CpuInfo::decode_prefetch_v is false, AMD Zen 4, or on one thread below
 // decode_prefetch_v_one_thread_min_rows query rows per KV head, Zen 5's one row, or on a
 // one-row task's 512-key tiles (Plan::key_tile), unless pf.to_l2), the V rows P * V reads next.
