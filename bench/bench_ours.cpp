@@ -260,6 +260,17 @@ void register_ours(const Options& options) {
        MaskKind::causal_bottom_right,
        {},
        V::q1 | V::two},
+      // Decoding with a GQA group of 8 (64 query heads over 8 KV heads, as Llama-3-70B's).
+      {"attention_decode",
+       1,
+       64,
+       8,
+       1,
+       4096,
+       128,
+       MaskKind::causal_bottom_right,
+       {},
+       V::q1 | V::two},
       // Decoding with multi-head attention (GPT-2 small: 12 heads of 64, a 1024-token cache).
       {"attention_decode",
        1,

@@ -361,10 +361,11 @@ TEST_CASE("decoding whose K and V exceed half of L3 (prefetched into L2 on some 
   }
 }
 
-TEST_CASE("attention: wide heads split a KV head's query heads across tasks, few rows or many",
+TEST_CASE("attention: wide heads, a KV head's query heads in one task or split across tasks",
           "[attention][direct]") {
-  // d = 256: fewer query heads per task than share a KV head (the per-task state budget), on the
-  // direct path (1 row x 4 heads) and the packed one (9 rows x 8 heads).
+  // d = 256: on the packed path (9 rows x 8 heads) fewer query heads per task than share a KV
+  // head (the per-task state budget); on the direct path (1 row x 4 heads) all of them in one
+  // task and one pass (Plan::passes_per_task), whose scratch holds one pass's state.
   attn_test::Rng rng(25);
   unsigned n = 0;
   for (std::size_t lq : {1u, 9u}) {

@@ -23,6 +23,7 @@
 // the query heads sharing a KV head are stacked into one tile and their scores computed from K
 // rows in place (dot products), so K and V are each read once from memory.
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -79,7 +80,9 @@ constexpr std::size_t kDirectMaxRows = 16;
 constexpr std::size_t kDirectFewRows = 6;
 constexpr std::size_t kDirectWideDk = 80;
 
-bool scores_read_k_in_place(std::size_t rows, std::size_t dk, std::size_t lk) {
+// The rows must fit one pass of bq rows (Plan::passes_per_task).
+bool scores_read_k_in_place(std::size_t rows, std::size_t dk, std::size_t lk, std::size_t bq) {
+  if (rows > bq) return false;
   if (rows <= kDirectRows) return true;
   if (rows > kDirectMaxRows) return false;
   return dk >= kDirectWideDk || rows <= kDirectFewRows ||
@@ -111,6 +114,8 @@ struct Plan {
   std::size_t key_tile;
   std::size_t dk, dv, dv_pad;
   std::size_t group, heads_per_task, head_chunks, q_tiles;
+  // The most passes of bq state rows one task runs (Task::passes_), which size its scratch.
+  std::size_t passes_per_task;
   std::size_t k_chunks, k_chunk_len;
   std::size_t tasks_per_group;  // head_chunks * q_tiles * k_chunks
   bool weights;
@@ -154,9 +159,22 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   p.group = d.heads_kv ? d.heads_q / d.heads_kv : 1;
   // Sizes saturate (sat_mul, sat_add): absurd shapes end in out_of_memory, never in a wrap (the
   // dimensions of self_attention's internal views are bounded only by ptrdiff_t).
+  // Packing K^T pays when its panels are reused by many query rows; with few rows per KV head
+  // (scores_read_k_in_place), the scores read K where it is.
+  const std::size_t rows_per_kv_head = sat_mul(d.len_q, p.group);
+  p.direct_k =
+      scores_read_k_in_place(rows_per_kv_head, d.dim_k, d.len_k, p.bq) && call.k.strides[2] > 0;
+  // A task takes all the query heads of its KV head where K is read in place, in one pass (their
+  // rows fit bq), so that K and V are read once per KV head: GQA group 8 (attention_decode
+  // 1x64x8x1x4096x128, AVX-512, Dk = Dv = 128, where the budget below allows 4 heads) took 0.46-
+  // 0.57x the time (attn-bench, 3 alternated runs). Otherwise as many heads as kHeadStateBudget
+  // holds at bq rows each, one pass per head at worst.
   const std::size_t per_head =
       sat_mul(sat_mul(p.bq, sat_add(sat_add(p.dv_pad, p.dk), 3)), sizeof(float));
-  p.heads_per_task = std::max<std::size_t>(1, std::min(p.group, kHeadStateBudget / per_head));
+  p.heads_per_task = p.direct_k
+                         ? p.group
+                         : std::max<std::size_t>(1, std::min(p.group, kHeadStateBudget / per_head));
+  p.passes_per_task = p.direct_k ? 1 : p.heads_per_task;
   p.head_chunks = div_up(p.group, p.heads_per_task);
   p.q_tiles = div_up(d.len_q, p.bq);
   p.weights = call.options->weights.data != nullptr;
@@ -170,10 +188,6 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   }
   p.tasks_per_group = p.head_chunks * p.q_tiles * p.k_chunks;
   p.groups = d.batch * d.heads_kv;
-  // Packing K^T pays when its panels are reused by many query rows; with few rows per KV head
-  // (scores_read_k_in_place), the scores read K where it is.
-  const std::size_t rows_per_kv_head = sat_mul(d.len_q, p.group);
-  p.direct_k = scores_read_k_in_place(rows_per_kv_head, d.dim_k, d.len_k) && call.k.strides[2] > 0;
   p.key_tile = p.direct_k && rows_per_kv_head == 1 && kern.attention_pv_few != nullptr && !p.weights
                    ? std::min(kOneRowTileKeys, p.bq * p.bk)
                    : p.bk;
@@ -203,11 +217,11 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
       group_bytes == 0 ? std::max<std::size_t>(1, p.groups)
                        : std::max<std::size_t>(1, std::min(p.groups, kPackBudget / group_bytes));
   p.pack_bytes = sat_mul(p.groups_per_batch, group_bytes);
-  const std::size_t hpt = p.heads_per_task;
-  p.q_floats = sat_mul(hpt * p.bq, p.dk);
+  const std::size_t slots = sat_mul(p.passes_per_task, p.bq);
+  p.q_floats = sat_mul(slots, p.dk);
   p.s_floats = p.bq * p.bk;
-  p.o_floats = sat_mul(hpt * p.bq, p.dv_pad);
-  p.row_floats = hpt * p.bq;
+  p.o_floats = sat_mul(slots, p.dv_pad);
+  p.row_floats = slots;
   std::size_t bytes = sat_add(ScratchCarver::rounded(sat_mul(p.q_floats, 4)),
                               ScratchCarver::rounded(sat_mul(p.o_floats, 4)));
   bytes = sat_add(bytes, ScratchCarver::rounded(p.s_floats * 4) +
@@ -216,10 +230,10 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
                              ScratchCarver::rounded(std::max(p.bq, p.mr) * 4));
   p.per_thread_bytes = bytes;
   // Decoding split: (m, l, O) per task, head and row, for one batch of groups.
-  p.partial_bytes =
-      p.k_chunks > 1 ? sat_mul(sat_mul(sat_mul(p.groups_per_batch, p.tasks_per_group), hpt * p.bq),
-                               (p.dv_pad + 2) * 4)
-                     : 0;
+  p.partial_bytes = p.k_chunks > 1
+                        ? sat_mul(sat_mul(sat_mul(p.groups_per_batch, p.tasks_per_group), slots),
+                                  (p.dv_pad + 2) * 4)
+                        : 0;
   p.partial_bytes =
       p.partial_bytes == SIZE_MAX ? SIZE_MAX : ScratchCarver::rounded(p.partial_bytes);
   return p;
@@ -347,6 +361,7 @@ class Task {
     rows_ = std::min(p_.bq, d_.len_q - q0_);
     hp_ = std::max<std::size_t>(1, p_.bq / rows_);
     passes_ = div_up(nh_, hp_);
+    assert(passes_ <= p_.passes_per_task);  // the scratch holds that many passes' state
     kc0_ = ti.k_chunk * p_.k_chunk_len;
     kc1_ = std::min(d_.len_k, kc0_ + p_.k_chunk_len);
     q_in_place_ =
@@ -965,7 +980,7 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
   float* partials = reinterpret_cast<float*>(static_cast<char*>(scratch) + p.pack_bytes);
   char* thread_base = static_cast<char*>(scratch) + p.pack_bytes + p.partial_bytes;
   const std::size_t group_floats = p.k_pack_floats + p.v_pack_floats;
-  const std::size_t partial_floats = p.heads_per_task * p.bq * (p.dv_pad + 2);
+  const std::size_t partial_floats = p.passes_per_task * p.bq * (p.dv_pad + 2);
   const std::size_t k_panels = p.direct_k ? 0 : div_up(d.len_k, p.nr);
   const std::size_t pack_items = k_panels + (p.pack_v ? d.len_k : 0);
   auto group_pack = [&](std::size_t g, std::size_t g0) {
