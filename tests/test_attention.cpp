@@ -228,9 +228,9 @@ TEST_CASE(
   // 1, 2 or 4 rows per register tile, and P * V by attention_pv_few. 5 to 16 rows take it by
   // scores_read_k_in_place (attention/attention_fused.cpp), four rows per scores call and P * V
   // by the attention_pv tiles: always up to 6 rows, else where Dk >= 80 (here 80, 128 and 257)
-  // or one KV head's K reaches a quarter of L2 (3001 keys from Dk 22 up, on an L2 of 1 MiB or
-  // less); the others, and 17 rows and more, pack K. Head dims around every vector width, key
-  // counts across tiles and panels, every mask kind.
+  // or one KV head's K reaches a quarter of L2 (3001 keys from Dk 22 up on a 1 MiB L2, from Dk
+  // 44 on 2 MiB); the others, and 17 rows and more, pack K. Head dims around every vector width,
+  // key counts across tiles and panels, every mask kind.
   attn_test::Rng rng(24);
   struct Rows {
     std::size_t lq, hq, hkv;

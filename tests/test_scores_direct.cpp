@@ -30,18 +30,19 @@ std::uint32_t bits(float x) {
 
 TEST_CASE("decoding's scores kernel writes the same bits with and without its prefetch hints",
           "[attention]") {
-  // 1 to 4 query rows (kDirectRows); keys not a multiple of any tile (1, 37) and many (300, with
-  // the K hint running past the tile): whole groups of keys and a partial last one; dk a partial
-  // vector (5), whole vectors (64), 128 + 3, and 20 and 83 (on 16 and 8 lanes, one key row's
-  // chunks of 4 vectors, then single vectors, then a partial one), and 0 with q and k null
-  // (kernels.hpp allows it; attention itself passes an empty K packed); row strides past the
+  // 1 to 4 query rows (kDirectRows), and 5, 7, 9 and 16 (attention takes up to 16 rows per KV head
+  // in place: four at a time, the first four prefetching); keys not a multiple of any tile (1, 37)
+  // and many (300, with the K hint running past the tile): whole groups of keys and a partial last
+  // one; dk a partial vector (5), whole vectors (64), 128 + 3, and 20 and 83 (on 16 and 8 lanes,
+  // one key row's chunks of 4 vectors, then single vectors, then a partial one), and 0 with q and k
+  // null (kernels.hpp allows it; attention itself passes an empty K packed); row strides past the
   // rows; V rows of 16 and 130 floats.
   std::mt19937 rng(43);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (attn::Isa isa : attn_test::test_isas()) {
     const attn::detail::Kernels* kern = attn::detail::kernels_for(isa);
     REQUIRE(kern != nullptr);
-    for (std::size_t rows = 1; rows <= attn::detail::kDirectRows; ++rows) {
+    for (std::size_t rows : {1, 2, 3, 4, 5, 7, 9, 16}) {
       for (std::size_t keys : {1, 37, 300}) {
         for (std::size_t dk : {0, 5, 20, 64, 83, 131}) {
           for (std::size_t dv : {16, 130}) {

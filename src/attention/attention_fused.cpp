@@ -165,10 +165,11 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   p.direct_k =
       scores_read_k_in_place(rows_per_kv_head, d.dim_k, d.len_k, p.bq) && call.k.strides[2] > 0;
   // A task takes all the query heads of its KV head where K is read in place, in one pass (their
-  // rows fit bq), so that K and V are read once per KV head: GQA group 8 (attention_decode
-  // 1x64x8x1x4096x128, AVX-512, Dk = Dv = 128, where the budget below allows 4 heads) took 0.46-
-  // 0.57x the time (attn-bench, 3 alternated runs). Otherwise as many heads as kHeadStateBudget
-  // holds at bq rows each, one pass per head at worst.
+  // rows fit bq), so that K and V are read once per KV head (so there are B * Hkv tasks, times the
+  // key chunks: on more threads than that the others idle, not measured beyond 2 cores): GQA group
+  // 8 (attention_decode 1x64x8x1x4096x128, AVX-512, Dk = Dv = 128, where the budget below allows 4
+  // heads) took 0.46- 0.57x the time (attn-bench, 3 alternated runs). Otherwise as many heads as
+  // kHeadStateBudget holds at bq rows each, one pass per head at worst.
   const std::size_t per_head =
       sat_mul(sat_mul(p.bq, sat_add(sat_add(p.dv_pad, p.dk), 3)), sizeof(float));
   p.heads_per_task = p.direct_k
@@ -284,10 +285,10 @@ struct FiniteRows {
 struct Work {
   float* q;      // passes x [bq/MR panels][dk][MR] (direct_k: passes x [rows][dk]; unused in place)
   float* s;      // [bq][bk]; a one-row task's key_tile scores in row 0 (key_tile <= bq * bk)
-  float* o;      // heads x [bq][dv_pad]
-  float* m;      // heads x bq
-  float* l;      // heads x bq
-  float* alpha;  // heads x bq
+  float* o;      // passes_per_task x [bq][dv_pad]
+  float* m;      // passes_per_task x bq
+  float* l;      // passes_per_task x bq
+  float* alpha;  // passes_per_task x bq
   std::size_t* lo;  // bq: structural key range of each row
   std::size_t* hi;
   float* ones;           // max(bq, MR) ones: the row scale of accumulate-only P*V

@@ -285,7 +285,7 @@ struct Kernels {
   SoftmaxTileKernel attention_softmax;
   PackKtKernel attention_pack_kt;
   ScoresDirectKernel attention_scores_direct;
-  // P * V for at most kDirectRows rows (decoding, Plan::direct_k) on V panels of
+  // P * V for at most kDirectRows rows (decoding, Plan::pv_few) on V panels of
   // attention_pv_few_nr columns, wider than attention_nr so that each V row is read in longer
   // runs of whole lines (one row: pv_kernel_row, the keys split over accumulator sets; two rows:
   // a 2-row tile; 3 or 4: 4-row tiles as wide as the registers allow). 4 vectors wide on AVX-512,
