@@ -142,14 +142,16 @@ bool attentions(attn::Context& ctx, Hash& h) {
   struct Case {
     std::size_t b, hq, hkv, lq, lk, dk, dv;
     // 0 none, 1 causal, 2 bottom-right causal + key lengths, 3 window + additive + boolean, with
-    // weights. The last two cases: at most 32 keys (the latency path); 4 decoding rows against
-    // 4096 keys (the keys split into chunks whose partial results are merged).
+    // weights. The last three cases: at most 32 keys (the latency path); 4 decoding rows against
+    // 4096 keys (the keys split into chunks whose partial results are merged); a GQA group of 8
+    // (8 rows per KV head, K read in place, P * V by the fused tile's kernel).
     int mask;
   };
   const Case cases[] = {{1, 1, 1, 6, 6, 16, 16, 0},       {1, 12, 12, 128, 128, 64, 64, 0},
                         {1, 4, 4, 200, 200, 64, 64, 1},   {2, 8, 2, 57, 300, 64, 80, 2},
                         {1, 32, 8, 1, 2100, 128, 128, 2}, {2, 3, 3, 70, 150, 32, 32, 3},
-                        {1, 2, 2, 10, 20, 8, 8, 3},       {1, 4, 4, 1, 4096, 64, 64, 0}};
+                        {1, 2, 2, 10, 20, 8, 8, 3},       {1, 4, 4, 1, 4096, 64, 64, 0},
+                        {1, 16, 2, 1, 700, 128, 128, 2}};
   Inputs in(3);
   for (const Case& c : cases) {
     const std::vector<float> q = in.vec(c.b * c.hq * c.lq * c.dk);
