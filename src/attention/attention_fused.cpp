@@ -157,8 +157,6 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   p.dv = d.dim_v;
   p.dv_pad = round_up(d.dim_v, p.nr);
   p.group = d.heads_kv ? d.heads_q / d.heads_kv : 1;
-  // Sizes saturate (sat_mul, sat_add): absurd shapes end in out_of_memory, never in a wrap (the
-  // dimensions of self_attention's internal views are bounded only by ptrdiff_t).
   // Packing K^T pays when its panels are reused by many query rows; with few rows per KV head
   // (scores_read_k_in_place), the scores read K where it is.
   const std::size_t rows_per_kv_head = sat_mul(d.len_q, p.group);
@@ -168,8 +166,10 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   // rows fit bq), so that K and V are read once per KV head (so there are B * Hkv tasks, times the
   // key chunks: on more threads than that the others idle, not measured beyond 2 cores): GQA group
   // 8 (attention_decode 1x64x8x1x4096x128, AVX-512, Dk = Dv = 128, where the budget below allows 4
-  // heads) took 0.46- 0.57x the time (attn-bench, 3 alternated runs). Otherwise as many heads as
-  // kHeadStateBudget holds at bq rows each, one pass per head at worst.
+  // heads) took 0.46-0.57x the time (attn-bench, 3 alternated runs). Otherwise as many heads as
+  // kHeadStateBudget holds at bq rows each, one pass per head at worst. Sizes saturate (sat_mul,
+  // sat_add): absurd shapes end in out_of_memory, never in a wrap (the dimensions of
+  // self_attention's internal views are bounded only by ptrdiff_t).
   const std::size_t per_head =
       sat_mul(sat_mul(p.bq, sat_add(sat_add(p.dv_pad, p.dk), 3)), sizeof(float));
   p.heads_per_task = p.direct_k
