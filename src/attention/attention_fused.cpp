@@ -166,8 +166,8 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   // rows fit bq), so that K and V are read once per KV head (so there are B * Hkv tasks, times the
   // key chunks: on more threads than that the others idle, not measured beyond 2 cores): GQA group
   // 8 (attention_decode 1x64x8x1x4096x128, AVX-512, Dk = Dv = 128, where the budget below allows 4
-  // heads) took 0.46-0.57x the time (attn-bench, 3 alternated runs). Otherwise as many heads as
-  // kHeadStateBudget holds at bq rows each, one pass per head at worst. Sizes saturate (sat_mul,
+  // heads) took 0.49-0.57x the time (attn-bench, 3 alternated runs, twice). Otherwise as many heads
+  // as kHeadStateBudget holds at bq rows each, one pass per head at worst. Sizes saturate (sat_mul,
   // sat_add): absurd shapes end in out_of_memory, never in a wrap (the dimensions of
   // self_attention's internal views are bounded only by ptrdiff_t).
   const std::size_t per_head =
