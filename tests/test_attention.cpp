@@ -221,16 +221,15 @@ TEST_CASE("attention: the paths only large shapes reach", "[attention][split]") 
   }
 }
 
-TEST_CASE(
-    "attention of at most 16 query rows per KV head (decoding and GQA groups) reads K in place",
-    "[attention][direct]") {
+TEST_CASE("attention of few query rows per KV head (decoding and GQA groups) reads K in place",
+          "[attention][direct]") {
   // Lq * (Hq / Hkv) <= 4 takes the path that computes scores from K rows in place (no K^T pack),
   // 1, 2 or 4 rows per register tile, and P * V by attention_pv_few. 5 to 16 rows take it by
   // scores_read_k_in_place (attention/attention_fused.cpp), four rows per scores call and P * V
   // by the attention_pv tiles: always up to 6 rows, else where Dk >= 80 (here 80, 128 and 257)
   // or one KV head's K reaches a quarter of L2 (3001 keys from Dk 22 up on a 1 MiB L2, from Dk
-  // 44 on 2 MiB); the others, and 17 rows and more, pack K. Head dims around every vector width,
-  // key counts across tiles and panels, every mask kind.
+  // 44 on 2 MiB); the others pack K. Head dims around every vector width, key counts across tiles
+  // and panels, every mask kind. 17 rows and more: `many` below.
   attn_test::Rng rng(24);
   struct Rows {
     std::size_t lq, hq, hkv;
@@ -261,6 +260,40 @@ TEST_CASE(
       c.weights = n % 3 == 0;
       c.seed = 400 + n;
       c = with_mask(c, n * 53 % 256, rng);
+      attn_test::check_attention_case_everywhere(c, thread_counts());
+      ++n;
+    }
+  }
+  // 17 rows up to bq (56 on AVX-512, 48 elsewhere) read K in place where Dk >= 80 and one KV
+  // head's K reaches rows / 64 of L2: the first key count of each takes that path on any L2 up
+  // to 2 MiB (lk * Dk * 4 * 64 >= 2 MiB * rows), the second packs K. 8 tokens over a GQA group
+  // of 4 (speculative decoding), a 24-row chunk of a prompt, a group of 48 heads stacked in one
+  // pass, and 56 rows (packed past the other ISAs' bq). Masks that leave most rows many keys
+  // (with_mask's bits): a perturbed score must move the result.
+  struct Many {
+    Rows r;
+    std::size_t dk, dv, lk[2];
+    unsigned mask[2];
+  };
+  const Many many[] = {{{8, 8, 2}, 128, 64, {2100, 257}, {3, 16}},
+                       {{24, 1, 1}, 96, 128, {2100, 700}, {1, 37}},
+                       {{1, 48, 1}, 257, 80, {1537, 300}, {0, 82}},
+                       {{56, 1, 1}, 128, 40, {3600, 1000}, {41, 2}}};
+  for (const Many& m : many) {
+    for (int i = 0; i < 2; ++i) {
+      const std::size_t lk = m.lk[i];
+      AttentionCase c;
+      c.B = 1;
+      c.Hq = m.r.hq;
+      c.Hkv = m.r.hkv;
+      c.Lq = m.r.lq;
+      c.Lk = lk;
+      c.Dk = m.dk;
+      c.Dv = m.dv;
+      c.bshd = n / 2 % 2 == 0;  // each layout on both paths
+      c.weights = n % 3 == 0;
+      c.seed = 400 + n;
+      c = with_mask(c, m.mask[i], rng);
       attn_test::check_attention_case_everywhere(c, thread_counts());
       ++n;
     }

@@ -73,18 +73,31 @@ constexpr std::size_t kOneRowTileKeys = 512;
 // 1,12,6,128,64 0.981x, 1,12,8,1024,64 0.914x, 1,12,12,1024,64 0.972x, 1,12,8,2048,64 0.694x,
 // 1,12,16,2048,64 0.933x, 1,4,16,4096,64 0.919x; but with K of a head within a quarter of L2,
 // 1,12,7,512,64 1.086x, 1,12,8,128,64 1.124x, 1,12,8,512,64 1.096-1.152x, 1,12,16,512,64
-// 0.993-1.182x (those keep the packed tiles). More rows at d = 128 won too (1,8,24,2048,128
-// 0.735x, 32 rows 0.790x, 48 rows 0.845x) but 1,12,32,512,64 lost (1.269x): not taken. AVX2 read
-// 1,8,8,2048,128 0.489x and 1,12,8,512,64 0.913x (the rule keeps AVX-512's bound there).
+// 0.993-1.182x (those keep the packed tiles). AVX2 read 1,8,8,2048,128 0.489x and 1,12,8,512,64
+// 0.913x (the rule keeps AVX-512's bound there).
+// More than kDirectMaxRows rows (speculative decoding over a GQA group, a chunk of a prompt), up
+// to bq: where dk >= kDirectWideDk and one KV head's K reaches rows / kDirectKPerRow of L2 (half
+// of it at 32 rows), as the pack's pass over K then costs more than the dot products' horizontal
+// sums; the same measurements, hot in L3: 1,8,20,1024,128 0.810x,
+// 1,8,24,1024,128 0.973x, 1,8,32,1024,128 0.935x, 1,8,32,2048,128 0.839x, 1,8,40,2048,128
+// 0.900x, 1,8,56,2048,128 0.996x, 1,32,24,1024,96 0.713x; K and V from memory
+// (AB_LIB_KV_COPIES=16) 1,8,24,1024,128 0.831x; AVX2 1,8,32,2048,128 0.854x; two threads
+// 1,8,32,2048,128 0.986x. Below the bound the dot products lost: 1,8,32,256,128 1.104x,
+// 1,8,48,512,128 1.118x (from memory they won, 0.896x and 0.992x: the bound is set by K hot in
+// L3); 1,8,24,512,128 0.992x and 1,8,48,1024,128 1.003x. 1,12,32,512,64 lost 1.269x (dk 64).
 constexpr std::size_t kDirectMaxRows = 16;
 constexpr std::size_t kDirectFewRows = 6;
 constexpr std::size_t kDirectWideDk = 80;
+constexpr std::size_t kDirectKPerRow = 64;
 
 // The rows must fit one pass of bq rows (Plan::passes_per_task).
 bool scores_read_k_in_place(std::size_t rows, std::size_t dk, std::size_t lk, std::size_t bq) {
   if (rows > bq) return false;
   if (rows <= kDirectRows) return true;
-  if (rows > kDirectMaxRows) return false;
+  if (rows > kDirectMaxRows) {
+    return dk >= kDirectWideDk && sat_mul(sat_mul(sat_mul(lk, dk), sizeof(float)),
+                                          kDirectKPerRow) >= sat_mul(cpu_info().l2_bytes, rows);
+  }
   return dk >= kDirectWideDk || rows <= kDirectFewRows ||
          sat_mul(sat_mul(lk, dk), sizeof(float)) >= cpu_info().l2_bytes / 4;
 }
