@@ -271,6 +271,18 @@ void register_ours(const Options& options) {
        MaskKind::causal_bottom_right,
        {},
        V::q1 | V::two},
+      // Speculative decoding: 8 tokens (7 drafted) over a GQA group of 4, 32 query rows per KV
+      // head.
+      {"attention_decode",
+       1,
+       32,
+       8,
+       8,
+       4096,
+       128,
+       MaskKind::causal_bottom_right,
+       {},
+       V::q1 | V::two},
       // Decoding with multi-head attention (GPT-2 small: 12 heads of 64, a 1024-token cache).
       {"attention_decode",
        1,

@@ -6,10 +6,11 @@
 // register tile, Kernels::attention_mr x attention_nr: 14 x 32 on AVX-512), and shared
 // by every task that reads it (V is read in place when its rows hold whole panels, else packed
 // too); packing runs in parallel, a batch of (batch, KV head) groups at a time within a memory
-// budget. A task is (batch, KV head, chunk of the query heads sharing it, query tile[, key
-// chunk]); it reuses each K and V tile for every query row of its tile and every query head of
-// its chunk (grouped-query attention). Per pass (one head's rows, or several heads' stacked when
-// the tile has few rows; see Task) and key tile:
+// budget; where one task reads a KV head's K (its query rows fit one tile: Plan::tile_k), the
+// task packs each key tile's panels as it reaches them instead. A task is (batch, KV head, chunk of
+// the query heads sharing it, query tile[, key chunk]); it reuses each K and V tile for every query
+// row of its tile and every query head of its chunk (grouped-query attention). Per pass (one head's
+// rows, or several heads' stacked when the tile has few rows; see Task) and key tile:
 //   S = scale * Q K^T               (a GEMM micro-kernel, Q and K packed; or dot products)
 //   mask S on the tile (only tiles the structural mask cuts; skipped tiles are never read)
 //   online softmax: S <- e^(S - m), alpha = e^(m_old - m), l <- alpha l + sum S
@@ -134,6 +135,14 @@ struct Plan {
   bool weights;
   // Few query rows per KV head (decoding): scores from K read in place, K is not packed.
   bool direct_k;
+  // Not direct_k, with all of a KV head's query rows in one pass (at most bq): one task reads the
+  // head's K, so it packs each key tile's K^T panels itself as it reaches them (Work::kt, L1 or
+  // L2) rather than all of K into the shared pack before the tasks (a pass over K through L3 or
+  // memory). The same panels, so the same bits. bench/ab-lib (Zen 5, AVX-512, AB_LIB_OFFSET=16,
+  // 9 pairs, all 9 bit-identical; time against the shared pack): hot in L3 1,12,8,512,64 0.980x,
+  // 1,12,16,512,64 0.965x, 1,12,32,512,64 0.970x, 1,8,32,256,128 0.987x, 1,8,48,512,128 0.981x;
+  // K and V from memory (AB_LIB_KV_COPIES=16) 1,8,48,512,128 0.960x, 1,12,16,512,64 1.000x.
+  bool tile_k;
   // direct_k's prefetch hints (DirectPrefetch), from this CPU's rules: K and V into L2 where the
   // call's K and V come from memory (CpuInfo::decode_prefetch_l2), else K into L1 and V's rows
   // where CpuInfo::decode_prefetch_v (on one thread, for decode_prefetch_v_one_thread_min_rows
@@ -152,7 +161,7 @@ struct Plan {
   std::size_t k_pack_floats, v_pack_floats;  // per group
   std::size_t groups, groups_per_batch;
   // floats per thread
-  std::size_t q_floats, s_floats, o_floats, row_floats;
+  std::size_t q_floats, s_floats, o_floats, row_floats, kt_floats;
   std::size_t per_thread_bytes, partial_bytes, pack_bytes;
 };
 
@@ -175,20 +184,21 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   const std::size_t rows_per_kv_head = sat_mul(d.len_q, p.group);
   p.direct_k =
       scores_read_k_in_place(rows_per_kv_head, d.dim_k, d.len_k, p.bq) && call.k.strides[2] > 0;
-  // A task takes all the query heads of its KV head where K is read in place, in one pass (their
-  // rows fit bq), so that K and V are read once per KV head (so there are B * Hkv tasks, times the
-  // key chunks: on more threads than that the others idle, not measured beyond 2 cores): GQA group
-  // 8 (attention_decode 1x64x8x1x4096x128, AVX-512, Dk = Dv = 128, where the budget below allows 4
-  // heads) took 0.49-0.57x the time (attn-bench, 3 alternated runs, twice). Otherwise as many heads
-  // as kHeadStateBudget holds at bq rows each, one pass per head at worst. Sizes saturate (sat_mul,
-  // sat_add): absurd shapes end in out_of_memory, never in a wrap (the dimensions of
-  // self_attention's internal views are bounded only by ptrdiff_t).
+  // A task takes all the query heads of its KV head where K is read in place or packed tile by
+  // tile, in one pass (their rows fit bq), so that K and V are read once per KV head (so there are
+  // B * Hkv tasks, times the key chunks: on more threads than that the others idle, not measured
+  // beyond 2 cores): GQA group 8 (attention_decode 1x64x8x1x4096x128, AVX-512, Dk = Dv = 128, where
+  // the budget below allows 4 heads) took 0.49-0.57x the time (attn-bench, 3 alternated runs,
+  // twice). Otherwise as many heads as kHeadStateBudget holds at bq rows each, one pass per head at
+  // worst. Sizes saturate (sat_mul, sat_add): absurd shapes end in out_of_memory, never in a wrap
+  // (the dimensions of self_attention's internal views are bounded only by ptrdiff_t).
   const std::size_t per_head =
       sat_mul(sat_mul(p.bq, sat_add(sat_add(p.dv_pad, p.dk), 3)), sizeof(float));
-  p.heads_per_task = p.direct_k
+  p.tile_k = !p.direct_k && rows_per_kv_head <= p.bq;
+  p.heads_per_task = p.direct_k || p.tile_k
                          ? p.group
                          : std::max<std::size_t>(1, std::min(p.group, kHeadStateBudget / per_head));
-  p.passes_per_task = p.direct_k ? 1 : p.heads_per_task;
+  p.passes_per_task = p.direct_k || p.tile_k ? 1 : p.heads_per_task;
   p.head_chunks = div_up(p.group, p.heads_per_task);
   p.q_tiles = div_up(d.len_q, p.bq);
   p.weights = call.options->weights.data != nullptr;
@@ -224,7 +234,8 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   p.pv_vectors = p.pv_few && pv_by_vectors(kern, d.dim_v);
   p.pack_v = (d.dim_v % p.nr != 0 && !p.pv_vectors) || call.v.strides[2] <= 0;
   const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
-  p.k_pack_floats = p.direct_k ? 0 : sat_round_up(sat_mul(lk_pad, p.dk), 16);
+  p.k_pack_floats = p.direct_k || p.tile_k ? 0 : sat_round_up(sat_mul(lk_pad, p.dk), 16);
+  p.kt_floats = p.tile_k ? sat_mul(p.bk, p.dk) : 0;
   p.v_pack_floats = p.pack_v ? sat_round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
   const std::size_t group_bytes = sat_mul(sat_add(p.k_pack_floats, p.v_pack_floats), 4);
   p.groups_per_batch =  // all groups at once when nothing is packed (direct K, V in place)
@@ -238,6 +249,7 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   p.row_floats = slots;
   std::size_t bytes = sat_add(ScratchCarver::rounded(sat_mul(p.q_floats, 4)),
                               ScratchCarver::rounded(sat_mul(p.o_floats, 4)));
+  bytes = sat_add(bytes, ScratchCarver::rounded(sat_mul(p.kt_floats, 4)));
   bytes = sat_add(bytes, ScratchCarver::rounded(p.s_floats * 4) +
                              3 * ScratchCarver::rounded(p.row_floats * 4) +
                              2 * ScratchCarver::rounded(p.bq * sizeof(std::size_t)) +
@@ -297,6 +309,7 @@ struct FiniteRows {
 // Per-thread buffers.
 struct Work {
   float* q;      // passes x [bq/MR panels][dk][MR] (direct_k: passes x [rows][dk]; unused in place)
+  float* kt;     // Plan::tile_k: the key tile's K^T panels
   float* s;      // [bq][bk]; a one-row task's key_tile scores in row 0 (key_tile <= bq * bk)
   float* o;      // passes_per_task x [bq][dv_pad]
   float* m;      // passes_per_task x bq
@@ -312,6 +325,7 @@ Work carve_work(const Plan& p, void* base, FiniteRows* v_finite) {
   ScratchCarver c(base);
   Work w;
   w.q = c.take<float>(p.q_floats);
+  w.kt = c.take<float>(p.kt_floats);
   w.s = c.take<float>(p.s_floats);
   w.o = c.take<float>(p.o_floats);
   w.m = c.take<float>(p.row_floats);
@@ -324,7 +338,7 @@ Work carve_work(const Plan& p, void* base, FiniteRows* v_finite) {
   return w;
 }
 
-// Packs K^T panels [panel_begin, panel_end) of group (b, kvh) into `k_pack`.
+// Packs K^T panels [panel_begin, panel_end) of group (b, kvh) into `k_pack` (panel_begin first).
 void pack_k_panels(const Kernels& kern, const Plan& p, const AttentionCall& call, std::size_t b,
                    std::size_t kvh, std::size_t panel_begin, std::size_t panel_end, float* k_pack) {
   const std::size_t nr = p.nr, dk = p.dk, lk = call.dims.len_k;
@@ -332,7 +346,7 @@ void pack_k_panels(const Kernels& kern, const Plan& p, const AttentionCall& call
   if (dk == 0) return;  // nothing to pack (and k may have no data)
   for (std::size_t jp = panel_begin; jp < panel_end; ++jp) {
     const std::size_t keys = std::min(nr, lk - jp * nr);
-    float* dst = k_pack + jp * nr * dk;
+    float* dst = k_pack + (jp - panel_begin) * nr * dk;
     if (ldk > 0) {
       kern.attention_pack_kt(row_ptr(call.k, b, kvh, jp * nr), static_cast<std::size_t>(ldk), keys,
                              dk, dst);
@@ -513,7 +527,12 @@ class Task {
                                     d_.scale, w_.s, p_.bk, pf);
       return;
     }
-    const float* k_tile = pack_.k + k0 * dk;  // k0 is a multiple of NR
+    const float* k_tile = w_.kt;
+    if (p_.tile_k) {
+      pack_k_panels(kern_, p_, call_, ti_.b, ti_.kvh, k0 / nr, div_up(k0 + cols, nr), w_.kt);
+    } else {
+      k_tile = pack_.k + k0 * dk;  // k0 is a multiple of NR
+    }
     const bool in_place = q_in_place();
     const std::size_t ldq = in_place ? static_cast<std::size_t>(call_.q.strides[2]) : 0;
     const float* qh = in_place ? row_ptr(call_.q, ti_.b, h0_ + slot_head(pass, 0), q0_) : nullptr;
@@ -995,7 +1014,7 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
   char* thread_base = static_cast<char*>(scratch) + p.pack_bytes + p.partial_bytes;
   const std::size_t group_floats = p.k_pack_floats + p.v_pack_floats;
   const std::size_t partial_floats = p.passes_per_task * p.bq * (p.dv_pad + 2);
-  const std::size_t k_panels = p.direct_k ? 0 : div_up(d.len_k, p.nr);
+  const std::size_t k_panels = p.direct_k || p.tile_k ? 0 : div_up(d.len_k, p.nr);
   const std::size_t pack_items = k_panels + (p.pack_v ? d.len_k : 0);
   auto group_pack = [&](std::size_t g, std::size_t g0) {
     const float* base = packs + (g - g0) * group_floats;
@@ -1029,7 +1048,7 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
         const std::size_t pb = keys.begin / p.nr,
                           pe = keys.end > keys.begin ? div_up(keys.end, p.nr) : pb;
         const std::size_t kp0 = std::max(r, pb), kp1 = std::min({stop, k_panels, pe});
-        if (kp0 < kp1) pack_k_panels(kern, p, call, b, kvh, kp0, kp1, base);
+        if (kp0 < kp1) pack_k_panels(kern, p, call, b, kvh, kp0, kp1, base + kp0 * p.nr * p.dk);
         if (stop > k_panels) {
           const std::size_t v0 = std::max(std::max(r, k_panels) - k_panels, pb * p.nr);
           const std::size_t v1 = std::min(stop - k_panels, keys.end > keys.begin ? keys.end : 0);
