@@ -75,6 +75,10 @@ struct Case {
   std::vector<Buffer> k_copies, v_copies;
   std::size_t next_copy = 0;
   std::vector<std::int32_t> key_lengths;  // kind 6
+  // AB_LIB_GROUP=G (the attention kinds): G query heads share each KV head (GQA; heads / G KV
+  // heads, G dividing heads).
+  std::size_t group = 1;
+  std::size_t heads_kv() const { return heads / group; }
 
   attn::MatrixView<const float> b_view() {
     const bool nt = kind == 1 || kind == 5;
@@ -113,8 +117,8 @@ struct Case {
         next_copy = (next_copy + 1) % k_copies.size();
       }
       st = attn::attention(ctx, attn::make_bhsd<const float>(q.data(), batch, heads, m, k),
-                           attn::make_bhsd<const float>(kd, batch, heads, n, k),
-                           attn::make_bhsd<const float>(vd, batch, heads, n, k),
+                           attn::make_bhsd<const float>(kd, batch, heads_kv(), n, k),
+                           attn::make_bhsd<const float>(vd, batch, heads_kv(), n, k),
                            attn::make_bhsd(o.data(), batch, heads, m, k), opt);
     }
     if (!st.ok()) {
@@ -184,10 +188,18 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
     }
 #endif
   } else {
+    const char* group = std::getenv("AB_LIB_GROUP");
+    const long g = group ? std::strtol(group, nullptr, 10) : 1;
+    if (g < 1 || c->heads % static_cast<std::size_t>(g) != 0) {
+      std::fprintf(stderr, "bench/ab-lib: AB_LIB_GROUP must divide the heads\n");
+      std::exit(2);
+    }
+    c->group = static_cast<std::size_t>(g);
     const std::size_t rows = c->batch * c->heads * c->k;
+    const std::size_t kv_rows = c->batch * c->heads_kv() * c->k;
     fill(c->q, rows * c->m);
-    fill(c->kk, rows * c->n);
-    fill(c->v, rows * c->n);
+    fill(c->kk, kv_rows * c->n);
+    fill(c->v, kv_rows * c->n);
     c->o.resize(rows * c->m);
     for (std::size_t b = 0; b < c->batch; ++b)
       c->key_lengths.push_back(static_cast<std::int32_t>(c->n * (4 - b % 4) / 4));
@@ -198,8 +210,8 @@ extern "C" void* ab_make(int kind, long m, long n, long k, long batch, long head
       std::exit(2);
     }
     if (kv_count > 1) {
-      c->k_copies = copies_of(c->kk, rows * c->n, static_cast<std::size_t>(kv_count));
-      c->v_copies = copies_of(c->v, rows * c->n, static_cast<std::size_t>(kv_count));
+      c->k_copies = copies_of(c->kk, kv_rows * c->n, static_cast<std::size_t>(kv_count));
+      c->v_copies = copies_of(c->v, kv_rows * c->n, static_cast<std::size_t>(kv_count));
     }
   }
   c->run();

@@ -165,9 +165,10 @@ struct Plan {
   std::size_t per_thread_bytes, partial_bytes, pack_bytes;
 };
 
-// `threads`: the threads the call runs on. Only the prefetch hints read it (prefetch_v), so that
-// attention_scratch_bytes may pass the Context's count where attention_run passes fewer: no size
-// or layout depends on it.
+// `threads`: the threads the call runs on. Only the prefetch hints (prefetch_v) and the split of a
+// KV head's query heads over more threads than tasks read it, so that attention_scratch_bytes may
+// pass the Context's count where attention_run passes fewer: no size or layout depends on it, nor
+// any result.
 Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   const AttentionDims& d = call.dims;
   Plan p{};
@@ -186,12 +187,12 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
       scores_read_k_in_place(rows_per_kv_head, d.dim_k, d.len_k, p.bq) && call.k.strides[2] > 0;
   // A task takes all the query heads of its KV head where K is read in place or packed tile by
   // tile, in one pass (their rows fit bq), so that K and V are read once per KV head (so there are
-  // B * Hkv tasks, times the key chunks: on more threads than that the others idle, not measured
-  // beyond 2 cores): GQA group 8 (attention_decode 1x64x8x1x4096x128, AVX-512, Dk = Dv = 128, where
-  // the budget below allows 4 heads) took 0.49-0.57x the time (attn-bench, 3 alternated runs,
-  // twice). Otherwise as many heads as kHeadStateBudget holds at bq rows each, one pass per head at
-  // worst. Sizes saturate (sat_mul, sat_add): absurd shapes end in out_of_memory, never in a wrap
-  // (the dimensions of self_attention's internal views are bounded only by ptrdiff_t).
+  // B * Hkv tasks, times the key chunks; on more threads than that, see below): GQA group 8
+  // (attention_decode 1x64x8x1x4096x128, AVX-512, Dk = Dv = 128, where the budget below allows 4
+  // heads) took 0.49-0.57x the time (attn-bench, 3 alternated runs, twice). Otherwise as many heads
+  // as kHeadStateBudget holds at bq rows each, one pass per head at worst. Sizes saturate (sat_mul,
+  // sat_add): absurd shapes end in out_of_memory, never in a wrap (the dimensions of
+  // self_attention's internal views are bounded only by ptrdiff_t).
   const std::size_t per_head =
       sat_mul(sat_mul(p.bq, sat_add(sat_add(p.dv_pad, p.dk), 3)), sizeof(float));
   p.tile_k = !p.direct_k && rows_per_kv_head <= p.bq;
@@ -209,6 +210,18 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
     p.k_chunks = std::min(kSplitMaxChunks, div_up(d.len_k, kSplitChunkKeys));
     p.k_chunk_len = round_up(div_up(d.len_k, p.k_chunks), p.bk);
     p.k_chunks = div_up(d.len_k, p.k_chunk_len);
+  }
+  // With more threads than tasks, a KV head's query heads are split over tasks after all (each
+  // reading K and V; the scratch holds one pass either way). Only where no key split applies (its
+  // partial results' size must not depend on the thread count), and past kDirectRows rows per KV
+  // head: each row's bits are then the same in any task (the scores' dot products and the P*V
+  // tiles are row by row; attention_pv_few's one-row kernel splits the keys over its accumulators).
+  const std::size_t kv_heads = sat_mul(d.batch, d.heads_kv), nt = static_cast<std::size_t>(threads);
+  if (threads > 1 && p.k_chunks == 1 && (p.direct_k || p.tile_k) &&
+      rows_per_kv_head > kDirectRows && kv_heads > 0 && kv_heads < nt) {
+    const std::size_t chunks = std::min(p.group, div_up(nt, kv_heads));
+    p.heads_per_task = div_up(p.group, chunks);
+    p.head_chunks = div_up(p.group, p.heads_per_task);
   }
   p.tasks_per_group = p.head_chunks * p.q_tiles * p.k_chunks;
   p.groups = d.batch * d.heads_kv;
