@@ -269,16 +269,17 @@ TEST_CASE("attention of few query rows per KV head (decoding and GQA groups) rea
   // to 2 MiB (lk * Dk * 4 * 64 >= 2 MiB * rows), the second packs K. 8 tokens over a GQA group
   // of 4 (speculative decoding), a 24-row chunk of a prompt, a group of 48 heads stacked in one
   // pass, and 56 rows (packed past the other ISAs' bq). Masks that leave most rows many keys
-  // (with_mask's bits): a perturbed score must move the result.
+  // across several key tiles (with_mask's bits: causal aligned bottom-right, a window of up to Lk
+  // + 1 keys): a perturbed score must move the result.
   struct Many {
     Rows r;
     std::size_t dk, dv, lk[2];
     unsigned mask[2];
   };
   const Many many[] = {{{8, 8, 2}, 128, 64, {2100, 257}, {3, 16}},
-                       {{24, 1, 1}, 96, 128, {2100, 700}, {1, 37}},
+                       {{24, 1, 1}, 96, 128, {2100, 700}, {3, 39}},
                        {{1, 48, 1}, 257, 80, {1537, 300}, {0, 82}},
-                       {{56, 1, 1}, 128, 40, {3600, 1000}, {41, 2}}};
+                       {{56, 1, 1}, 128, 40, {3600, 1000}, {43, 2}}};
   for (const Many& m : many) {
     for (int i = 0; i < 2; ++i) {
       const std::size_t lk = m.lk[i];

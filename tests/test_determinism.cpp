@@ -22,11 +22,13 @@ struct Problems {
   std::vector<float> q = rng.uniform_vec(B * Hq * Lq * Dk), k = rng.uniform_vec(B * Hkv * Lk * Dk),
                      v = rng.uniform_vec(B * Hkv * Lk * Dv), bias = rng.uniform_vec(Lq * Lk);
   std::vector<std::int32_t> lengths{47, 30};
-  // Decoding with 8 query heads on one KV head (MQA): 1 token at Dk 128 (K read in place), 2
-  // tokens at Dk 40 (K packed tile by tile); 1500 keys, no key split. One task per KV head on one
-  // thread, the heads split over tasks on more (attention_fused.cpp, make_plan).
+  // Decoding one token with one KV head (MQA), 1500 keys (no key split): 5 query heads at Dk 128
+  // (K read in place; 5 rows are 4 + 1 on one thread, 3 + 2 on two, 2 + 2 + 1 on three, 1 per
+  // task on 7: every scores tile), 16 at Dk 40 (K packed tile by tile) under a window of the last
+  // 1000 keys, with weights. One task per KV head on one thread, the heads split over tasks on more
+  // (attention_fused.cpp, make_plan).
   std::size_t mq_lk = 1500;
-  std::vector<float> mq_q = rng.uniform_vec(8 * 2 * 128), mq_k = rng.uniform_vec(mq_lk * 128),
+  std::vector<float> mq_q = rng.uniform_vec(16 * 128), mq_k = rng.uniform_vec(mq_lk * 128),
                      mq_v = rng.uniform_vec(mq_lk * 64);
   std::size_t batch = 2, seq = 23, dm = 48, heads = 4, dh = 12, d_out = 40;
   std::vector<float> x = rng.uniform_vec(batch * seq * dm),
@@ -84,18 +86,20 @@ struct Problems {
     ok(attn::attention(ctx, tq, tk, tv, attn::make_bhsd(plain.data(), B, Hq, Lq, Dv), {}));
     r.push_back(out);
     r.push_back(w);
-    std::vector<float> mq_out(8 * 64), mq_out2(8 * 2 * 24), mq_w(8 * 2 * mq_lk);
-    ok(attn::attention(ctx, attn::make_bhsd<const float>(mq_q.data(), 1, 8, 1, 128),
+    std::vector<float> mq_out(5 * 64), mq_out2(16 * 24), mq_w(16 * mq_lk);
+    ok(attn::attention(ctx, attn::make_bhsd<const float>(mq_q.data(), 1, 5, 1, 128),
                        attn::make_bhsd<const float>(mq_k.data(), 1, 1, mq_lk, 128),
                        attn::make_bhsd<const float>(mq_v.data(), 1, 1, mq_lk, 64),
-                       attn::make_bhsd(mq_out.data(), 1, 8, 1, 64), {}));
+                       attn::make_bhsd(mq_out.data(), 1, 5, 1, 64), {}));
     r.push_back(mq_out);
     attn::AttentionOptions mo;
-    mo.weights = attn::make_bhsd(mq_w.data(), 1, 8, 2, mq_lk);
-    ok(attn::attention(ctx, attn::make_bhsd<const float>(mq_q.data(), 1, 8, 2, 40),
+    mo.mask = attn::Mask::causal(attn::CausalAlign::bottom_right)
+                  .with_window(999, 0, attn::CausalAlign::bottom_right);
+    mo.weights = attn::make_bhsd(mq_w.data(), 1, 16, 1, mq_lk);
+    ok(attn::attention(ctx, attn::make_bhsd<const float>(mq_q.data(), 1, 16, 1, 40),
                        attn::make_bhsd<const float>(mq_k.data(), 1, 1, mq_lk, 40),
                        attn::make_bhsd<const float>(mq_v.data(), 1, 1, mq_lk, 24),
-                       attn::make_bhsd(mq_out2.data(), 1, 8, 2, 24), mo));
+                       attn::make_bhsd(mq_out2.data(), 1, 16, 1, 24), mo));
     r.push_back(mq_out2);
     r.push_back(mq_w);
     r.push_back(plain);
@@ -133,9 +137,9 @@ const char* const kNames[] = {"matmul",
                               "softmax in place",
                               "attention out",
                               "attention weights",
-                              "MQA decoding, 1 token",
-                              "MQA decoding, 2 tokens",
-                              "MQA decoding, 2 tokens: weights",
+                              "MQA decoding, 5 heads",
+                              "MQA decoding, 16 heads, window",
+                              "MQA decoding, 16 heads, window: weights",
                               "attention without weights",
                               "self_attention out",
                               "self_attention weights",

@@ -213,21 +213,27 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   }
   // With more threads than tasks, a KV head's query heads are split over tasks after all (each
   // reading K and V; the scratch holds one pass either way). Only where no key split applies (its
-  // partial results' size must not depend on the thread count), and past kDirectRows rows per KV
-  // head: each row's bits are then the same in any task (the scores' dot products and the P*V
-  // tiles are row by row; attention_pv_few's one-row kernel splits the keys over its accumulators).
+  // partial results' size must not depend on the thread count), past kDirectRows rows per KV head
+  // and for one query row per head (decoding one token), so that each row's bits are the same in
+  // any task: the scores' dot products and the P*V tiles are row by row (attention_pv_few's
+  // one-row kernel splits the keys over its accumulators), and every row attends the same keys,
+  // so a row block's key range (Task::block_keys) does not depend on which heads share the block
+  // (with rows of different ranges, a block's P*V adds 0 * V for keys outside a row's range,
+  // which turns a -0 sum into +0).
   const std::size_t kv_heads = sat_mul(d.batch, d.heads_kv), nt = static_cast<std::size_t>(threads);
-  if (threads > 1 && p.k_chunks == 1 && (p.direct_k || p.tile_k) &&
+  if (threads > 1 && p.k_chunks == 1 && (p.direct_k || p.tile_k) && d.len_q == 1 &&
       rows_per_kv_head > kDirectRows && kv_heads > 0 && kv_heads < nt) {
     const std::size_t chunks = std::min(p.group, div_up(nt, kv_heads));
     p.heads_per_task = div_up(p.group, chunks);
     p.head_chunks = div_up(p.group, p.heads_per_task);
   }
   p.tasks_per_group = p.head_chunks * p.q_tiles * p.k_chunks;
+  assert(!p.tile_k || p.q_tiles == 1);
   p.groups = d.batch * d.heads_kv;
   p.key_tile = p.direct_k && rows_per_kv_head == 1 && kern.attention_pv_few != nullptr && !p.weights
                    ? std::min(kOneRowTileKeys, p.bq * p.bk)
                    : p.bk;
+  assert(!p.tile_k || p.key_tile == p.bk);  // Work::kt holds one bk-key tile's panels
   const CpuInfo& cpu = cpu_info();
   const std::size_t kv_bytes =
       sat_mul(sat_mul(p.groups, d.len_k), sat_mul(sat_add(d.dim_k, d.dim_v), sizeof(float)));
@@ -248,7 +254,7 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   p.pack_v = (d.dim_v % p.nr != 0 && !p.pv_vectors) || call.v.strides[2] <= 0;
   const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
   p.k_pack_floats = p.direct_k || p.tile_k ? 0 : sat_round_up(sat_mul(lk_pad, p.dk), 16);
-  p.kt_floats = p.tile_k ? sat_mul(p.bk, p.dk) : 0;
+  p.kt_floats = p.tile_k ? sat_mul(std::min(p.bk, lk_pad), p.dk) : 0;  // one key tile's panels
   p.v_pack_floats = p.pack_v ? sat_round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
   const std::size_t group_bytes = sat_mul(sat_add(p.k_pack_floats, p.v_pack_floats), 4);
   p.groups_per_batch =  // all groups at once when nothing is packed (direct K, V in place)
