@@ -133,15 +133,18 @@ struct Plan {
   std::size_t k_chunks, k_chunk_len;
   std::size_t tasks_per_group;  // head_chunks * q_tiles * k_chunks
   bool weights;
+  // All of a KV head's query rows fit one pass (at most bq): one task takes them (unless its
+  // heads split over threads), and K never goes into the shared pack: direct_k or tile_k.
+  bool one_pass;
   // Few query rows per KV head (decoding): scores from K read in place, K is not packed.
   bool direct_k;
-  // Not direct_k, with all of a KV head's query rows in one pass (at most bq): one task reads the
-  // head's K, so it packs each key tile's K^T panels itself as it reaches them (Work::kt, L1 or
-  // L2) rather than all of K into the shared pack before the tasks (a pass over K through L3 or
-  // memory). The same panels, so the same bits. bench/ab-lib (Zen 5, AVX-512, AB_LIB_OFFSET=16,
-  // 9 pairs, all 9 bit-identical; time against the shared pack): hot in L3 1,12,8,512,64 0.980x,
-  // 1,12,16,512,64 0.965x, 1,12,32,512,64 0.970x, 1,8,32,256,128 0.987x, 1,8,48,512,128 0.981x;
-  // K and V from memory (AB_LIB_KV_COPIES=16) 1,8,48,512,128 0.960x, 1,12,16,512,64 1.000x.
+  // one_pass, not direct_k: one task reads the head's K, so it packs each key tile's K^T panels
+  // itself as it reaches them (Work::kt, L1 or L2) rather than all of K into the shared pack before
+  // the tasks (a pass over K through L3 or memory). The same panels, so the same bits. bench/ab-lib
+  // (Zen 5, AVX-512, AB_LIB_OFFSET=16, 9 pairs, all 9 bit-identical; time against the shared pack):
+  // hot in L3 1,12,8,512,64 0.980x, 1,12,16,512,64 0.965x, 1,12,32,512,64 0.970x, 1,8,32,256,128
+  // 0.987x, 1,8,48,512,128 0.981x; K and V from memory (AB_LIB_KV_COPIES=16) 1,8,48,512,128 0.960x,
+  // 1,12,16,512,64 1.000x.
   bool tile_k;
   // direct_k's prefetch hints (DirectPrefetch), from this CPU's rules: K and V into L2 where the
   // call's K and V come from memory (CpuInfo::decode_prefetch_l2), else K into L1 and V's rows
@@ -195,11 +198,12 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   // self_attention's internal views are bounded only by ptrdiff_t).
   const std::size_t per_head =
       sat_mul(sat_mul(p.bq, sat_add(sat_add(p.dv_pad, p.dk), 3)), sizeof(float));
-  p.tile_k = !p.direct_k && rows_per_kv_head <= p.bq;
-  p.heads_per_task = p.direct_k || p.tile_k
+  p.one_pass = rows_per_kv_head <= p.bq;  // direct_k implies it
+  p.tile_k = p.one_pass && !p.direct_k;
+  p.heads_per_task = p.one_pass
                          ? p.group
                          : std::max<std::size_t>(1, std::min(p.group, kHeadStateBudget / per_head));
-  p.passes_per_task = p.direct_k || p.tile_k ? 1 : p.heads_per_task;
+  p.passes_per_task = p.one_pass ? 1 : p.heads_per_task;
   p.head_chunks = div_up(p.group, p.heads_per_task);
   p.q_tiles = div_up(d.len_q, p.bq);
   p.weights = call.options->weights.data != nullptr;
@@ -224,14 +228,14 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   // 1,8,1,1024,128 0.944x, 1,16,1,512,64 0.636x (K packed tile by tile), K and V from memory
   // 1,8,1,1900,128 0.760x; 2,32,1,1024,64 (2 KV heads: no split) 0.991x.
   const std::size_t kv_heads = sat_mul(d.batch, d.heads_kv), nt = static_cast<std::size_t>(threads);
-  if (threads > 1 && p.k_chunks == 1 && (p.direct_k || p.tile_k) && d.len_q == 1 &&
+  if (threads > 1 && p.k_chunks == 1 && p.one_pass && d.len_q == 1 &&
       rows_per_kv_head > kDirectRows && kv_heads > 0 && kv_heads < nt) {
     const std::size_t chunks = std::min(p.group, div_up(nt, kv_heads));
     p.heads_per_task = div_up(p.group, chunks);
     p.head_chunks = div_up(p.group, p.heads_per_task);
   }
   p.tasks_per_group = p.head_chunks * p.q_tiles * p.k_chunks;
-  assert(!p.tile_k || p.q_tiles == 1);
+  assert(!p.one_pass || p.q_tiles <= 1);
   p.groups = d.batch * d.heads_kv;
   p.key_tile = p.direct_k && rows_per_kv_head == 1 && kern.attention_pv_few != nullptr && !p.weights
                    ? std::min(kOneRowTileKeys, p.bq * p.bk)
@@ -256,7 +260,7 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   p.pv_vectors = p.pv_few && pv_by_vectors(kern, d.dim_v);
   p.pack_v = (d.dim_v % p.nr != 0 && !p.pv_vectors) || call.v.strides[2] <= 0;
   const std::size_t lk_pad = sat_mul(div_up(std::max<std::size_t>(d.len_k, 1), p.nr), p.nr);
-  p.k_pack_floats = p.direct_k || p.tile_k ? 0 : sat_round_up(sat_mul(lk_pad, p.dk), 16);
+  p.k_pack_floats = p.one_pass ? 0 : sat_round_up(sat_mul(lk_pad, p.dk), 16);
   p.kt_floats = p.tile_k ? sat_mul(std::min(p.bk, lk_pad), p.dk) : 0;  // one key tile's panels
   p.v_pack_floats = p.pack_v ? sat_round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
   const std::size_t group_bytes = sat_mul(sat_add(p.k_pack_floats, p.v_pack_floats), 4);
@@ -1036,7 +1040,7 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
   char* thread_base = static_cast<char*>(scratch) + p.pack_bytes + p.partial_bytes;
   const std::size_t group_floats = p.k_pack_floats + p.v_pack_floats;
   const std::size_t partial_floats = p.passes_per_task * p.bq * (p.dv_pad + 2);
-  const std::size_t k_panels = p.direct_k || p.tile_k ? 0 : div_up(d.len_k, p.nr);
+  const std::size_t k_panels = p.one_pass ? 0 : div_up(d.len_k, p.nr);
   const std::size_t pack_items = k_panels + (p.pack_v ? d.len_k : 0);
   auto group_pack = [&](std::size_t g, std::size_t g0) {
     const float* base = packs + (g - g0) * group_floats;
