@@ -144,7 +144,8 @@ struct Plan {
   // (Zen 5, AVX-512, AB_LIB_OFFSET=16, 9 pairs, all 9 bit-identical; time against the shared pack):
   // hot in L3 1,12,8,512,64 0.980x, 1,12,16,512,64 0.965x, 1,12,32,512,64 0.970x, 1,8,32,256,128
   // 0.987x, 1,8,48,512,128 0.981x; K and V from memory (AB_LIB_KV_COPIES=16) 1,8,48,512,128 0.960x,
-  // 1,12,16,512,64 1.000x.
+  // 1,12,16,512,64 1.000x (code placement alone moved a decoding shape by 4-5%: bench/RESULTS.md,
+  // forty-ninth session).
   bool tile_k;
   // direct_k's prefetch hints (DirectPrefetch), from this CPU's rules: K and V into L2 where the
   // call's K and V come from memory (CpuInfo::decode_prefetch_l2), else K into L1 and V's rows
