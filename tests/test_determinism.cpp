@@ -2,6 +2,8 @@
 // repeated calls on the same Context (arena reused) and on a fresh one, on every ISA. Shapes are
 // large enough that each routine really splits its work (exp and softmax go parallel from 2^16
 // elements; matmul from 2 MFLOP, with few rows by columns).
+#include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -28,8 +30,22 @@ struct Problems {
   // 1000 keys, with weights. One task per KV head on one thread, the heads split over tasks on more
   // (attention_fused.cpp, make_plan).
   std::size_t mq_lk = 1500;
-  std::vector<float> mq_q = rng.uniform_vec(16 * 128), mq_k = rng.uniform_vec(mq_lk * 128),
+  std::vector<float> mq_q = rng.uniform_vec(21 * 128), mq_k = rng.uniform_vec(mq_lk * 128),
                      mq_v = rng.uniform_vec(mq_lk * 64);
+  // Speculative decoding (Lq query rows per head) with one KV head, under the window above: row i
+  // attends keys from 1500 - Lq + i - 999 on. (Lq, heads) = (3, 5), (3, 7), (4, 5) and (3, 3) leave
+  // the last head's last row alone (with row Lq - 2 for (4, 5)) in a P*V row block of MR = 14, 4,
+  // 6 and 8 on one thread (AVX-512, scalar and SSE2, AVX2, NEON), and with row 0 where the heads
+  // split over tasks. V is -0 but at keys 497 and 498, which rows Lq - 2 and Lq - 1 do not
+  // attend: a row block summing over its own rows' keys alone would give those rows -0 in one
+  // grouping and +0 (0 * 1 added) in another (Plan::heads_may_split), where the P*V kernel keeps
+  // a sum's -0 (most start at +0, which hides it): with block_keys so, SSE2's 3 rows x 7 heads at
+  // Dk 40 differed on 3 and 7 threads. Dk 128 reads K in place, Dk 40 packs it tile by tile.
+  std::vector<float> sd_v = [] {
+    std::vector<float> v(1500 * 64, -0.0f);
+    std::fill(v.begin() + 497 * 64, v.begin() + 499 * 64, 1.0f);
+    return v;
+  }();
   std::size_t batch = 2, seq = 23, dm = 48, heads = 4, dh = 12, d_out = 40;
   std::vector<float> x = rng.uniform_vec(batch * seq * dm),
                      wq = rng.uniform_vec(dm * heads * dh, -0.3f, 0.3f),
@@ -102,6 +118,20 @@ struct Problems {
                        attn::make_bhsd(mq_out2.data(), 1, 16, 1, 24), mo));
     r.push_back(mq_out2);
     r.push_back(mq_w);
+    attn::AttentionOptions so;
+    so.mask = mo.mask;
+    for (const auto& [lq, h, dk] : {std::array<std::size_t, 3>{3, 5, 128},
+                                    {3, 7, 128},
+                                    {4, 5, 128},
+                                    {3, 3, 128},
+                                    {3, 7, 40}}) {
+      std::vector<float> sd_out(h * lq * 64);
+      ok(attn::attention(ctx, attn::make_bhsd<const float>(mq_q.data(), 1, h, lq, dk),
+                         attn::make_bhsd<const float>(mq_k.data(), 1, 1, mq_lk, dk),
+                         attn::make_bhsd<const float>(sd_v.data(), 1, 1, mq_lk, 64),
+                         attn::make_bhsd(sd_out.data(), 1, h, lq, 64), so));
+      r.push_back(sd_out);
+    }
     r.push_back(plain);
     attn::SelfAttentionParams p;
     p.q = {attn::make_matrix<const float>(wq.data(), dm, heads * dh), bq.data()};
@@ -140,6 +170,11 @@ const char* const kNames[] = {"matmul",
                               "MQA decoding, 5 heads",
                               "MQA decoding, 16 heads, window",
                               "MQA decoding, 16 heads, window: weights",
+                              "MQA speculative decoding, 3 rows x 5 heads",
+                              "MQA speculative decoding, 3 rows x 7 heads",
+                              "MQA speculative decoding, 4 rows x 5 heads",
+                              "MQA speculative decoding, 3 rows x 3 heads",
+                              "MQA speculative decoding, 3 rows x 7 heads, Dk 40",
                               "attention without weights",
                               "self_attention out",
                               "self_attention weights",

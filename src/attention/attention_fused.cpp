@@ -147,6 +147,11 @@ struct Plan {
   // 1,12,16,512,64 1.000x (code placement alone moved a decoding shape by 4-5%: bench/RESULTS.md,
   // forty-ninth session).
   bool tile_k;
+  // A KV head's query heads may split over tasks (make_plan; on more threads than tasks), so each
+  // row block's keys (Task::block_keys) are the hull over all the task's query rows, the same in
+  // every task, not over the block's: a row's P * V then sums the same keys whichever heads share
+  // its block, and its bits do not depend on the thread count.
+  bool heads_may_split;
   // direct_k's prefetch hints (DirectPrefetch), from this CPU's rules: K and V into L2 where the
   // call's K and V come from memory (CpuInfo::decode_prefetch_l2), else K into L1 and V's rows
   // where CpuInfo::decode_prefetch_v (on one thread, for decode_prefetch_v_one_thread_min_rows
@@ -218,19 +223,20 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   }
   // With more threads than tasks, a KV head's query heads are split over tasks after all (each
   // reading K and V; the scratch holds one pass either way). Only where no key split applies (its
-  // partial results' size must not depend on the thread count), past kDirectRows rows per KV head
-  // and for one query row per head (decoding one token), so that each row's bits are the same in
-  // any task: the scores' dot products and the P*V tiles are row by row (attention_pv_few's
-  // one-row kernel splits the keys over its accumulators), and every row attends the same keys,
-  // so a row block's key range (Task::block_keys) does not depend on which heads share the block
-  // (with rows of different ranges, a block's P*V adds 0 * V for keys outside a row's range,
-  // which turns a -0 sum into +0). bench/ab-lib (Zen 5, two threads, AB_LIB_GROUP = Hq: one KV
-  // head; 7-9 pairs, all bit-identical), time against one task: 1,8,1,1024,256 0.883x,
-  // 1,8,1,1024,128 0.944x, 1,16,1,512,64 0.636x (K packed tile by tile), K and V from memory
-  // 1,8,1,1900,128 0.760x; 2,32,1,1024,64 (2 KV heads: no split) 0.991x.
+  // partial results' size must not depend on the thread count) and past kDirectRows rows per KV
+  // head, so that each row's bits are the same in any task: the scores' dot products and the P*V
+  // tiles are row by row (attention_pv_few's one-row kernel splits the keys over its
+  // accumulators), and with heads_may_split a row block's key range is the task's (block_keys; with
+  // the block's own, rows of different ranges, as under a causal mask with several query rows,
+  // would add 0 * V for keys outside a row's range in one grouping and not in another, which
+  // turns a -0 sum into +0). bench/ab-lib (Zen 5, two threads, AB_LIB_GROUP = Hq: one KV head;
+  // 7-9 pairs, all bit-identical), time against one task: 1,8,1,1024,256 0.883x, 1,8,1,1024,128
+  // 0.944x, 1,16,1,512,64 0.636x (K packed tile by tile), K and V from memory 1,8,1,1900,128
+  // 0.760x; 2,32,1,1024,64 (2 KV heads: no split) 0.991x.
+  p.heads_may_split =
+      p.k_chunks == 1 && p.one_pass && p.group > 1 && rows_per_kv_head > kDirectRows;
   const std::size_t kv_heads = sat_mul(d.batch, d.heads_kv), nt = static_cast<std::size_t>(threads);
-  if (threads > 1 && p.k_chunks == 1 && p.one_pass && d.len_q == 1 &&
-      rows_per_kv_head > kDirectRows && kv_heads > 0 && kv_heads < nt) {
+  if (threads > 1 && p.heads_may_split && kv_heads > 0 && kv_heads < nt) {
     const std::size_t chunks = std::min(p.group, div_up(nt, kv_heads));
     p.heads_per_task = div_up(p.group, chunks);
     p.head_chunks = div_up(p.group, p.heads_per_task);
@@ -516,7 +522,8 @@ class Task {
 
   // The keys [*lo, *hi) of the tile [k0, k0 + cols), as offsets into it, that some row of the
   // slots [ib, ib + m) of a pass may attend: on a tile the structural mask cuts (`cut`), the hull
-  // of those rows' ranges (empty when none attends a key of the tile), else the whole tile. The
+  // of those rows' ranges (of all the task's rows under Plan::heads_may_split; empty when none
+  // attends a key of the tile), else the whole tile. The
   // scores and P * V of a row block need only these keys: apply_mask then sets every score
   // outside a row's range to -inf, so scores the block skips are overwritten before the softmax
   // reads them, and its probabilities outside the hull are 0.
@@ -525,6 +532,10 @@ class Task {
     *lo = 0;
     *hi = cols;
     if (!cut) return;
+    if (p_.heads_may_split) {
+      ib = 0;
+      m = rows_;
+    }
     std::size_t a = cols, b = 0;
     for (std::size_t r = 0, i = ib % rows_; r < m; ++r, i = i + 1 == rows_ ? 0 : i + 1) {
       const std::size_t rl = std::max(w_.lo[i], k0), rh = std::min(w_.hi[i], k0 + cols);
