@@ -938,6 +938,27 @@ class Task {
 
 // The latency path (the seed's 6 x 6 x 16, a handful of keys): each query row on its own with
 // K and V read in place, on the caller's thread, with no scratch at all.
+// The call's flops counting only the keys each row may attend by the structural mask (causal,
+// window, key lengths), up to `enough`: counted as if unmasked, a top-left causal mask over a
+// long key cache (rows attending 1 to 4 of 1024 keys, 2 us of work) went to two threads, whose
+// start and join cost this Zen 5 guest 9-12 us: bench/ab-lib attention_causal 1,8,4,1024,128
+// (AB_LIB_GROUP=8) on two threads took 4.4x one thread's time (bench/RESULTS.md, fiftieth
+// session).
+double attended_flops(const AttentionCall& call, double enough) {
+  const AttentionDims& d = call.dims;
+  const double per_key = 2.0 * double(d.heads_q) * double(d.dim_k + d.dim_v);
+  double flops = 0.0;
+  for (std::size_t b = 0; b < d.batch; ++b) {
+    const MaskRows mr(call.options->mask, d, b, 0);
+    for (std::size_t i = 0; i < d.len_q; ++i) {
+      const KeyRange keys = mr.range(i);
+      if (keys.end > keys.begin) flops += per_key * double(keys.end - keys.begin);
+      if (flops >= enough) return flops;
+    }
+  }
+  return flops;
+}
+
 bool use_small_rows(const AttentionCall& call) {
   const AttentionDims& d = call.dims;
   const double flops = 2.0 * double(d.batch * d.heads_q) * double(d.len_q) * double(d.len_k) *
@@ -1043,9 +1064,7 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
   }
   // Below about 10 microseconds of work, starting threads costs more than it saves (the seed's
   // 6 x 6 x 16 problem runs on the caller's thread whatever the Context says).
-  const double flops = 4.0 * double(d.batch * d.heads_q) * double(d.len_q) * double(d.len_k) *
-                       double(d.dim_k + d.dim_v) / 2.0;
-  if (flops < kMinParallelFlops) threads = 1;
+  if (threads > 1 && attended_flops(call, kMinParallelFlops) < kMinParallelFlops) threads = 1;
   const Plan p = make_plan(kern, call, threads);
   float* packs = static_cast<float*>(scratch);
   float* partials = reinterpret_cast<float*>(static_cast<char*>(scratch) + p.pack_bytes);
