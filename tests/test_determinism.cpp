@@ -30,22 +30,28 @@ struct Problems {
   // 1000 keys, with weights. One task per KV head on one thread, the heads split over tasks on more
   // (attention_fused.cpp, make_plan).
   std::size_t mq_lk = 1500;
-  std::vector<float> mq_q = rng.uniform_vec(21 * 128), mq_k = rng.uniform_vec(mq_lk * 128),
+  std::vector<float> mq_q = rng.uniform_vec(16 * 128), mq_k = rng.uniform_vec(mq_lk * 128),
                      mq_v = rng.uniform_vec(mq_lk * 64);
   // Speculative decoding (Lq query rows per head) with one KV head, under the window above: row i
-  // attends keys from 1500 - Lq + i - 999 on. (Lq, heads) = (3, 5), (3, 7), (4, 5) and (3, 3) leave
-  // the last head's last row alone (with row Lq - 2 for (4, 5)) in a P*V row block of MR = 14, 4,
-  // 6 and 8 on one thread (AVX-512, scalar and SSE2, AVX2, NEON), and with row 0 where the heads
-  // split over tasks. V is -0 but at keys 497 and 498, which rows Lq - 2 and Lq - 1 do not
-  // attend: a row block summing over its own rows' keys alone would give those rows -0 in one
-  // grouping and +0 (0 * 1 added) in another (Plan::heads_may_split), where the P*V kernel keeps
-  // a sum's -0 (most start at +0, which hides it): with block_keys so, SSE2's 3 rows x 7 heads at
-  // Dk 40 differed on 3 and 7 threads. Dk 128 reads K in place, Dk 40 packs it tile by tile.
+  // attends keys from 1500 - Lq + i - 999 on. V is -0 but at keys 497 and 498, which rows 0 (and
+  // 1 for Lq = 4) attend and the others do not. A P*V row block summing over its own rows' keys
+  // alone would give such another row -0 where its block holds none of those rows and +0 (0 * 1
+  // added) where it does, wherever the kernel keeps a sum's -0: the first key tile of K packed
+  // tile by tile (17 rows and more at Dk 40) on SSE2, AVX2, AVX-512 and NEON (the scalar tile
+  // and the K-in-place path start their sums at +0). With P*V row blocks of MR rows, 3 rows x 9
+  // heads change some such row's company between 1 thread and 2, 3 or 7 (the heads split over
+  // tasks) for MR = 4, 8 and 14 (SSE2, NEON, AVX-512), 4 rows x 8 heads for MR = 6 and 14 (AVX2).
+  // Plan::heads_may_split; with block_keys over the block's rows, SSE2, AVX2 and AVX-512 failed.
+  // 3 rows x 5 heads at Dk 128 reads K in place.
   std::vector<float> sd_v = [] {
     std::vector<float> v(1500 * 64, -0.0f);
     std::fill(v.begin() + 497 * 64, v.begin() + 499 * 64, 1.0f);
     return v;
   }();
+  // Decoding with up to 4 rows per KV head (below): 1900 keys, so that 3 heads pass the 2 MFLOP
+  // from which attention starts threads, and no key split (from 2048 keys).
+  std::size_t few_lk = 1900;
+  std::vector<float> few_k = rng.uniform_vec(few_lk * 128), few_v = rng.uniform_vec(few_lk * 64);
   std::size_t batch = 2, seq = 23, dm = 48, heads = 4, dh = 12, d_out = 40;
   std::vector<float> x = rng.uniform_vec(batch * seq * dm),
                      wq = rng.uniform_vec(dm * heads * dh, -0.3f, 0.3f),
@@ -120,17 +126,25 @@ struct Problems {
     r.push_back(mq_w);
     attn::AttentionOptions so;
     so.mask = mo.mask;
-    for (const auto& [lq, h, dk] : {std::array<std::size_t, 3>{3, 5, 128},
-                                    {3, 7, 128},
-                                    {4, 5, 128},
-                                    {3, 3, 128},
-                                    {3, 7, 40}}) {
+    for (const auto& [lq, h, dk] :
+         {std::array<std::size_t, 3>{3, 9, 40}, {4, 8, 40}, {3, 5, 128}}) {
       std::vector<float> sd_out(h * lq * 64);
       ok(attn::attention(ctx, attn::make_bhsd<const float>(mq_q.data(), 1, h, lq, dk),
                          attn::make_bhsd<const float>(mq_k.data(), 1, 1, mq_lk, dk),
                          attn::make_bhsd<const float>(sd_v.data(), 1, 1, mq_lk, 64),
                          attn::make_bhsd(sd_out.data(), 1, h, lq, 64), so));
       r.push_back(sd_out);
+    }
+    // Up to 4 rows per KV head stay one task (make_plan). Split, a task of one row would take
+    // attention_pv_few's one-row kernel, which sums differently from its 2- to 4-row tiles: with
+    // the split allowed, 4 heads (on 7 threads) and 3 heads (on 2 and more) changed bits.
+    for (const auto& [lq, h] : {std::array<std::size_t, 2>{1, 4}, {2, 2}, {1, 3}}) {
+      std::vector<float> few_out(h * lq * 64);
+      ok(attn::attention(ctx, attn::make_bhsd<const float>(mq_q.data(), 1, h, lq, 128),
+                         attn::make_bhsd<const float>(few_k.data(), 1, 1, few_lk, 128),
+                         attn::make_bhsd<const float>(few_v.data(), 1, 1, few_lk, 64),
+                         attn::make_bhsd(few_out.data(), 1, h, lq, 64), {}));
+      r.push_back(few_out);
     }
     r.push_back(plain);
     attn::SelfAttentionParams p;
@@ -170,11 +184,12 @@ const char* const kNames[] = {"matmul",
                               "MQA decoding, 5 heads",
                               "MQA decoding, 16 heads, window",
                               "MQA decoding, 16 heads, window: weights",
-                              "MQA speculative decoding, 3 rows x 5 heads",
-                              "MQA speculative decoding, 3 rows x 7 heads",
-                              "MQA speculative decoding, 4 rows x 5 heads",
-                              "MQA speculative decoding, 3 rows x 3 heads",
-                              "MQA speculative decoding, 3 rows x 7 heads, Dk 40",
+                              "MQA speculative decoding, 3 rows x 9 heads",
+                              "MQA speculative decoding, 4 rows x 8 heads",
+                              "MQA speculative decoding, 3 rows x 5 heads, Dk 128",
+                              "MQA decoding, 4 heads",
+                              "MQA speculative decoding, 2 rows x 2 heads",
+                              "MQA decoding, 3 heads",
                               "attention without weights",
                               "self_attention out",
                               "self_attention weights",

@@ -149,8 +149,8 @@ struct Plan {
   bool tile_k;
   // A KV head's query heads may split over tasks (make_plan; on more threads than tasks), so each
   // row block's keys (Task::block_keys) are the hull over all the task's query rows, the same in
-  // every task, not over the block's: a row's P * V then sums the same keys whichever heads share
-  // its block, and its bits do not depend on the thread count.
+  // every task of the KV head, not over the block's: a row's P * V then sums the same keys
+  // whichever heads share its block, and its bits do not depend on the thread count.
   bool heads_may_split;
   // direct_k's prefetch hints (DirectPrefetch), from this CPU's rules: K and V into L2 where the
   // call's K and V come from memory (CpuInfo::decode_prefetch_l2), else K into L1 and V's rows
@@ -223,16 +223,19 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   }
   // With more threads than tasks, a KV head's query heads are split over tasks after all (each
   // reading K and V; the scratch holds one pass either way). Only where no key split applies (its
-  // partial results' size must not depend on the thread count) and past kDirectRows rows per KV
-  // head, so that each row's bits are the same in any task: the scores' dot products and the P*V
-  // tiles are row by row (attention_pv_few's one-row kernel splits the keys over its
-  // accumulators), and with heads_may_split a row block's key range is the task's (block_keys; with
-  // the block's own, rows of different ranges, as under a causal mask with several query rows,
-  // would add 0 * V for keys outside a row's range in one grouping and not in another, which
-  // turns a -0 sum into +0). bench/ab-lib (Zen 5, two threads, AB_LIB_GROUP = Hq: one KV head;
-  // 7-9 pairs, all bit-identical), time against one task: 1,8,1,1024,256 0.883x, 1,8,1,1024,128
-  // 0.944x, 1,16,1,512,64 0.636x (K packed tile by tile), K and V from memory 1,8,1,1900,128
-  // 0.760x; 2,32,1,1024,64 (2 KV heads: no split) 0.991x.
+  // partial results' size must not depend on the thread count), so that each row's bits are the
+  // same in any task: the scores' dot products and the P*V tiles are row by row, and with
+  // heads_may_split a row block's key range is the task's (block_keys; with the block's own, rows
+  // of different ranges, as under a causal mask with several query rows, would add 0 * V for keys
+  // outside a row's range in one grouping and not in another, which turns a -0 sum into +0).
+  // bench/ab-lib (Zen 5, two threads, AB_LIB_GROUP = Hq: one KV head; 7-9 pairs, all
+  // bit-identical), time against one task: 1,8,1,1024,256 0.883x, 1,8,1,1024,128 0.944x,
+  // 1,16,1,512,64 0.636x (K packed tile by tile), K and V from memory 1,8,1,1900,128 0.760x;
+  // 2,32,1,1024,64 (2 KV heads: no split) 0.991x; 4 query rows per task and more: 1,8,4,1024,128
+  // 0.609x. Not up to kDirectRows rows per KV head, where two tasks of 2 rows each (never one:
+  // attention_pv_few's one-row kernel sums differently from its 2- to 4-row tiles) took longer:
+  // 1,4,1,1024,128 1.082x, 1,2,2,1024,128 1.229x, from memory 1,4,1,1900,128 1.232x (each task
+  // reads all of K and V for 2 rows).
   p.heads_may_split =
       p.k_chunks == 1 && p.one_pass && p.group > 1 && rows_per_kv_head > kDirectRows;
   const std::size_t kv_heads = sat_mul(d.batch, d.heads_kv), nt = static_cast<std::size_t>(threads);
@@ -523,10 +526,10 @@ class Task {
   // The keys [*lo, *hi) of the tile [k0, k0 + cols), as offsets into it, that some row of the
   // slots [ib, ib + m) of a pass may attend: on a tile the structural mask cuts (`cut`), the hull
   // of those rows' ranges (of all the task's rows under Plan::heads_may_split; empty when none
-  // attends a key of the tile), else the whole tile. The
-  // scores and P * V of a row block need only these keys: apply_mask then sets every score
-  // outside a row's range to -inf, so scores the block skips are overwritten before the softmax
-  // reads them, and its probabilities outside the hull are 0.
+  // attends a key of the tile), else the whole tile. The scores and P * V of a row block need
+  // only these keys: apply_mask then sets every score outside a row's range to -inf, so scores
+  // the block skips are overwritten before the softmax reads them, and its probabilities outside
+  // the hull are 0.
   void block_keys(bool cut, std::size_t ib, std::size_t m, std::size_t k0, std::size_t cols,
                   std::size_t* lo, std::size_t* hi) const {
     *lo = 0;
@@ -936,8 +939,6 @@ class Task {
   bool q_in_place_ = false;
 };
 
-// The latency path (the seed's 6 x 6 x 16, a handful of keys): each query row on its own with
-// K and V read in place, on the caller's thread, with no scratch at all.
 // The call's flops counting only the keys each row may attend by the structural mask (causal,
 // window, key lengths), up to `enough`: counted as if unmasked, a top-left causal mask over a
 // long key cache (rows attending 1 to 4 of 1024 keys, 2 us of work) went to two threads, whose
@@ -959,6 +960,8 @@ double attended_flops(const AttentionCall& call, double enough) {
   return flops;
 }
 
+// The latency path (the seed's 6 x 6 x 16, a handful of keys): each query row on its own with
+// K and V read in place, on the caller's thread, with no scratch at all.
 bool use_small_rows(const AttentionCall& call) {
   const AttentionDims& d = call.dims;
   const double flops = 2.0 * double(d.batch * d.heads_q) * double(d.len_q) * double(d.len_k) *
