@@ -1116,7 +1116,7 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
         }
         item = gi * pack_items + stop;
       }
-      barrier(nt);
+      if (pack_items > 0) barrier(nt);  // none packed (one pass, V in place): none to wait for
       // 2. The tasks of the batch's groups.
       const std::size_t tasks = ng * p.tasks_per_group;
       // Contiguous task ranges (each thread keeps to a few groups, whose packed K stays in its
@@ -1145,7 +1145,8 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
           job.merge_partials(partials + task * partial_floats, partial_floats, w.o);
         }
       }
-      barrier(nt);  // the next batch overwrites the packs (and partials)
+      // The next batch overwrites the packs and partials; after the last, the region's end waits.
+      if (g0 + p.groups_per_batch < p.groups && (pack_items > 0 || p.k_chunks > 1)) barrier(nt);
     }
   });
 }
