@@ -942,9 +942,9 @@ class Task {
 // The call's flops counting only the keys each row may attend by the structural mask (causal,
 // window, key lengths), up to `enough`: counted as if unmasked, a top-left causal mask over a
 // long key cache (rows attending 1 to 4 of 1024 keys, 2 us of work) went to two threads, whose
-// start and join cost this Zen 5 guest 9-12 us: bench/ab-lib attention_causal 1,8,4,1024,128
-// (AB_LIB_GROUP=8) on two threads took 4.4x one thread's time (bench/RESULTS.md, fiftieth
-// session).
+// start, barriers and join cost this Zen 5 guest about 7 us: bench/ab-lib attention_causal
+// 1,8,4,1024,128 (AB_LIB_GROUP=8) on two threads took 4.4x one thread's time (bench/RESULTS.md,
+// fiftieth session).
 double attended_flops(const AttentionCall& call, double enough) {
   const AttentionDims& d = call.dims;
   const double per_key = 2.0 * double(d.heads_q) * double(d.dim_k + d.dim_v);
