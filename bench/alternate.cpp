@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "peak.hpp"
 #include "peers.hpp"
 
 namespace attn_bench {
@@ -162,13 +163,24 @@ int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
   double once = time_batch(ours, 1);
   const int calls = std::max(1, static_cast<int>(0.02 / std::max(once, 1e-9)));
   ours.seconds.clear();
+  // The FMA probe of ours' ISA joins the rotation as one more batch per pair, after another batch
+  // of ours: ours' fraction of the machine's peak, measured seconds apart as the peer ratios are
+  // (the benchmarks' peak% divides by one probe taken before them all). The probe runs on one
+  // core; with T threads the fraction is of T times its rate.
+  const double flop = 2.0 * double(m) * double(n) * double(k);
+  ProbeBatch probe(isa, 0.02);
+  std::vector<double> probe_rates, of_peak;
   for (int pair = 0; pair < pairs; ++pair) {
     for (std::size_t i = 1; i < all.size(); ++i) {
       const double mine = time_batch(ours, calls);
       all[i].ratios.push_back(time_batch(all[i], calls) / mine);
     }
+    if (probe.ok()) {
+      const double mine = time_batch(ours, calls);
+      probe_rates.push_back(probe.run());
+      of_peak.push_back(flop / mine / (threads * probe_rates.back()));
+    }
   }
-  const double flop = 2.0 * double(m) * double(n) * double(k);
   std::printf("%s%s %zux%zux%zu, %d thread(s), %d pairs of %d calls per peer:\n", shape.routine,
               packed ? " (B pre-packed)" : "", m, n, k, threads, pairs, calls);
   std::printf("%-20s %14s %10s  %-34s %s\n", "", "time (median)", "GFLOP/s",
@@ -185,6 +197,14 @@ int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
       std::printf("  %-34s %ld of %zu", ratio, static_cast<long>(wins), x.ratios.size());
     }
     std::printf("\n");
+  }
+  if (probe.ok()) {
+    const std::string of = threads == 1 ? "it" : std::to_string(threads) + " x it";
+    std::printf(
+        "%s probe: %.1f GFLOP/s on one core (median); ours at %.1f%% of %s (quartiles "
+        "%.1f-%.1f%%)\n",
+        probe.what(), median(probe_rates) * 1e-9, 100.0 * median(of_peak), of.c_str(),
+        100.0 * quantile(of_peak, 0.25), 100.0 * quantile(of_peak, 0.75));
   }
   return 0;
 }

@@ -9,6 +9,8 @@
 
 #include <time.h>
 
+#include <chrono>
+
 #include "attn/attn.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -139,6 +141,39 @@ double measure(float (*chains)(long), double flop_per_iteration) {
 }
 
 }  // namespace
+
+ProbeBatch::ProbeBatch(attn::Isa isa, double seconds) {
+#if defined(ATTN_BENCH_X86)
+  if (isa == attn::Isa::avx512 && attn::isa_supported(isa)) {
+    chains_ = chains_avx512, what_ = "AVX-512 FMA", flop_per_iteration_ = 16 * 16 * 2;
+  } else if (isa == attn::Isa::avx2 && attn::isa_supported(isa)) {
+    chains_ = chains_avx2, what_ = "AVX2 FMA", flop_per_iteration_ = 12 * 8 * 2;
+  } else if (isa == attn::Isa::sse2) {
+    chains_ = chains_sse2, what_ = "SSE2 mul+add", flop_per_iteration_ = 12 * 4 * 2;
+  }
+#elif defined(ATTN_BENCH_NEON)
+  if (isa == attn::Isa::neon)
+    chains_ = chains_neon, what_ = "NEON FMA", flop_per_iteration_ = 16 * 4 * 2;
+#endif
+  if (chains_ == nullptr) return;
+  iterations_ = 1 << 10;
+  for (;;) {  // calibration: the count that takes at least `seconds`
+    const auto t0 = std::chrono::steady_clock::now();
+    g_sink = chains_(iterations_);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s >= seconds || iterations_ > (1L << 40)) break;
+    iterations_ = s > 1e-4 ? static_cast<long>(static_cast<double>(iterations_) * seconds / s) + 1
+                           : iterations_ * 8;
+  }
+}
+
+double ProbeBatch::run() {
+  if (chains_ == nullptr) return 0.0;
+  const auto t0 = std::chrono::steady_clock::now();
+  g_sink = chains_(iterations_);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return flop_per_iteration_ * static_cast<double>(iterations_) / s;
+}
 
 std::vector<Peak> probe_fma_peaks() {
   std::vector<Peak> peaks;

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "attn/isa.hpp"
+
 namespace attn_bench {
 
 struct Peak {
@@ -15,6 +17,24 @@ struct Peak {
 // Measures, on the calling thread, the FMA (or mul+add) throughput of each ISA the CPU and OS
 // support, best first. Takes about 0.1 s per ISA. Empty on architectures without a probe.
 std::vector<Peak> probe_fma_peaks();
+
+// The probe's loop for one ISA, run in timed batches between other work (attn-bench
+// --alternate): each run() takes about `seconds` of wall time (the iteration count is set by a
+// first, untimed call) and returns its FLOP/s. ok() is false where this build or CPU has no loop
+// for the ISA (Isa::scalar has none).
+class ProbeBatch {
+ public:
+  ProbeBatch(attn::Isa isa, double seconds);
+  bool ok() const { return chains_ != nullptr; }
+  const char* what() const { return what_; }
+  double run();
+
+ private:
+  float (*chains_)(long) = nullptr;
+  const char* what_ = "";
+  double flop_per_iteration_ = 0;
+  long iterations_ = 0;
+};
 
 struct SystemInfo {
   std::string cpu_model;  // from /proc/cpuinfo
