@@ -19,9 +19,9 @@ struct Peak {
 std::vector<Peak> probe_fma_peaks();
 
 // The probe's loop for one ISA, run in timed batches between other work (attn-bench
-// --alternate): each run() takes about `seconds` of wall time (the iteration count is set by a
-// first, untimed call) and returns its FLOP/s. ok() is false where this build or CPU has no loop
-// for the ISA (Isa::scalar has none).
+// --alternate): each run() takes about `seconds` of wall time (the constructor calibrates the
+// iteration count with untimed calls) and returns its FLOP/s. ok() is false where this build or
+// CPU has no loop for the ISA (Isa::scalar has none).
 class ProbeBatch {
  public:
   ProbeBatch(attn::Isa isa, double seconds);
