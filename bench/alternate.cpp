@@ -163,7 +163,7 @@ int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
   double once = time_batch(ours, 1);
   const int calls = std::max(1, static_cast<int>(0.02 / std::max(once, 1e-9)));
   ours.seconds.clear();
-  // The FMA probe of ours' ISA joins the rotation as one more batch per pair, after another batch
+  // The FMA probe of ours' ISA joins the rotation once per round (after the peers), after a batch
   // of ours: ours' fraction of the machine's peak, measured seconds apart as the peer ratios are
   // (the benchmarks' peak% divides by one probe taken before them all). The probe runs on one
   // core; with T threads the fraction is of T times its rate.

@@ -109,6 +109,9 @@ std::string matmul_shape_name(const MatmulShape& s);
 // entries against a double-precision dot product, with the bound (k + 2)·eps·Σ|a||b|. Returns an
 // empty string when every sample is within it, else a message naming the first one that is not.
 std::string check_matmul(const MatmulShape& s, const float* a, const float* b, const float* c);
+// Every y[i] of an exp benchmark against std::exp(x[i]) in double, within 1e-6 relative (a
+// spot check of the right function, far looser than attn's tested bound): "" if all hold.
+std::string check_exp(const float* x, const float* y, std::size_t n);
 
 // attn-bench --alternate=SPEC [--pairs=N] (alternate.cpp): ours on `isa` and every matmul peer
 // on one shape in alternating batches; prints the medians and returns the exit status

@@ -146,6 +146,15 @@ std::string check_matmul(const MatmulShape& s, const float* a, const float* b, c
   return {};
 }
 
+std::string check_exp(const float* x, const float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const double want = std::exp(double(x[i]));
+    if (!(std::fabs(double(y[i]) - want) <= 1e-6 * want))
+      return "wrong result at x = " + std::to_string(x[i]);
+  }
+  return {};
+}
+
 Clocks Clocks::now() {
   Clocks c;
   c.wall = seconds(CLOCK_MONOTONIC);

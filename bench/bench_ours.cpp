@@ -81,8 +81,10 @@ void register_exp(attn::Isa isa) {
     if (!setup(state, ctx, isa, 1)) return;
     const auto& x = random_vec(kExpSize, kExpLo, kExpHi, 3);
     std::vector<float> y(kExpSize);
-    run_calls(state, info, double(kExpSize),
-              [&] { return attn::exp(ctx, x.data(), y.data(), kExpSize); });
+    const bool ok = run_calls(state, info, double(kExpSize),
+                              [&] { return attn::exp(ctx, x.data(), y.data(), kExpSize); });
+    const std::string wrong = ok ? check_exp(x.data(), y.data(), kExpSize) : "";
+    if (!wrong.empty()) state.SkipWithError(wrong.c_str());
   });
 }
 
