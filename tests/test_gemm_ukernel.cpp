@@ -98,7 +98,7 @@ TEST_CASE("the GEMM micro-kernel meets its contract on every k split and hint", 
   const std::size_t ks[] = {0, 1, 31, 32, 33, 40, 41, 47, 71, 100, 263, 512};
   struct Ref {
     attn::Isa isa;
-    std::size_t nr;
+    std::size_t mr, nr;
     std::vector<float> c;
   };
   for (const std::size_t k : ks) {
@@ -148,17 +148,18 @@ TEST_CASE("the GEMM micro-kernel meets its contract on every k split and hint", 
         }
         const auto c = run_tile(*kern, t, av, bv, bias, c0, hint_target);
         if (variant == 0 && isa != attn::Isa::scalar && isa != attn::Isa::sse2) {
-          std::vector<float> tile(6 * nr);  // the first 6 rows: every FMA tile has them
-          for (std::size_t i = 0; i < 6 && i < mr; ++i)
+          std::vector<float> tile(mr * nr);
+          for (std::size_t i = 0; i < mr; ++i)
             std::memcpy(tile.data() + i * nr, c.data() + i * ldc, nr * sizeof(float));
-          fma_tiles.push_back({isa, nr, tile});
+          fma_tiles.push_back({isa, mr, nr, tile});
         }
       }
       for (std::size_t x = 1; x < fma_tiles.size(); ++x) {
         const Ref &p = fma_tiles[0], &q = fma_tiles[x];
         INFO("k " << k << ": " << attn::isa_name(p.isa) << " against " << attn::isa_name(q.isa));
-        const std::size_t cols = std::min(p.nr, q.nr);
-        for (std::size_t i = 0; i < 6; ++i)
+        // The rows and columns both tiles have (the same A and B values there).
+        const std::size_t rows = std::min(p.mr, q.mr), cols = std::min(p.nr, q.nr);
+        for (std::size_t i = 0; i < rows; ++i)
           CHECK(std::memcmp(p.c.data() + i * p.nr, q.c.data() + i * q.nr, cols * sizeof(float)) ==
                 0);
       }
