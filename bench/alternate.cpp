@@ -1,7 +1,8 @@
 // attn-bench --alternate: ours and each matmul peer on one shape, in alternating batches of calls
 // within one process (ours, peer 1, ours, peer 2, ...), so that every ratio compares batches
-// seconds apart. On a shared, drifting host this resolves differences of a few percent that
-// separate benchmark runs, or Google Benchmark's repetitions, blur (see bench/vs-peers).
+// seconds apart; the FMA probe of ours' ISA takes a turn in each round, for ours' fraction of it.
+// On a shared, drifting host this resolves differences of a few percent that separate benchmark
+// runs, or Google Benchmark's repetitions, blur (see bench/vs-peers).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -61,11 +62,17 @@ double quantile(std::vector<double> v, double q) {
   return v.empty() ? 0.0 : v[static_cast<std::size_t>(q * double(v.size() - 1) + 0.5)];
 }
 
-double time_batch(Contender& c, int calls) {
+// Seconds per call over a batch of `calls`.
+double time_calls(Contender& c, int calls) {
   const auto t0 = Clock::now();
   for (int i = 0; i < calls; ++i)
     c.run();
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count() / calls;
+  return std::chrono::duration<double>(Clock::now() - t0).count() / calls;
+}
+
+// The same, kept in c.seconds (the median time printed).
+double time_batch(Contender& c, int calls) {
+  const double s = time_calls(c, calls);
   c.seconds.push_back(s);
   return s;
 }
@@ -163,22 +170,26 @@ int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
   double once = time_batch(ours, 1);
   const int calls = std::max(1, static_cast<int>(0.02 / std::max(once, 1e-9)));
   ours.seconds.clear();
-  // The FMA probe of ours' ISA joins the rotation once per round (after the peers), after a batch
-  // of ours: ours' fraction of the machine's peak, measured seconds apart as the peer ratios are
-  // (the benchmarks' peak% divides by one probe taken before them all). The probe runs on one
-  // core; with T threads the fraction is of T times its rate.
+  // The one-core probe of ours' ISA (probe_fma_peaks' loop for it) opens each round, followed by a
+  // batch of ours (not counted in ours' median time): ours' fraction of that ISA's peak, measured
+  // seconds apart as the peer ratios are, where the benchmarks' peak% divides by one probe of the
+  // best ISA taken before them all. Whatever state the probe leaves the core in lands on that
+  // batch of ours, not on a peer ratio. With T threads the fraction is of T times the probe.
   const double flop = 2.0 * double(m) * double(n) * double(k);
   ProbeBatch probe(isa, 0.02);
   std::vector<double> probe_rates, of_peak;
   for (int pair = 0; pair < pairs; ++pair) {
+    if (probe.ok()) {
+      const double rate = probe.run();
+      const double mine = time_calls(ours, calls);
+      if (rate > 0.0) {
+        probe_rates.push_back(rate);
+        of_peak.push_back(flop / mine / (threads * rate));
+      }
+    }
     for (std::size_t i = 1; i < all.size(); ++i) {
       const double mine = time_batch(ours, calls);
       all[i].ratios.push_back(time_batch(all[i], calls) / mine);
-    }
-    if (probe.ok()) {
-      const double mine = time_batch(ours, calls);
-      probe_rates.push_back(probe.run());
-      of_peak.push_back(flop / mine / (threads * probe_rates.back()));
     }
   }
   std::printf("%s%s %zux%zux%zu, %d thread(s), %d pairs of %d calls per peer:\n", shape.routine,
@@ -198,7 +209,7 @@ int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
     }
     std::printf("\n");
   }
-  if (probe.ok()) {
+  if (!of_peak.empty()) {
     const std::string of = threads == 1 ? "it" : std::to_string(threads) + " x it";
     std::printf(
         "%s probe: %.1f GFLOP/s on one core (median); ours at %.1f%% of %s (quartiles "

@@ -13,7 +13,7 @@
 // --alternate:   no Google Benchmark run: ours on the default ISA and each matmul peer on one
 //                shape, in alternating batches of about 20 ms (--pairs of them per peer,
 //                default 21), then each peer's median time and ours/peer speed ratio, and
-//                ours' fraction of the FMA probe, which takes a turn in every round
+//                ours' fraction of its ISA's probe, which takes a turn in every round
 //                (alternate.cpp).
 // ATTN_ISA=<isa> makes <isa> the default ISA and leaves out the ISAs above it, as on a CPU
 // without them (the peers still run on whatever they detect).
@@ -50,7 +50,7 @@ const char* kUsage =
     "  --alternate=matmul:M,N,K[:THREADS]  (or matmul_nt:, A·Bᵀ) no benchmark run: ours and\n"
     "                 each matmul peer in alternating batches of about 20 ms, --pairs=N per\n"
     "                 peer (default 21), then the median ours/peer speed ratio of each peer\n"
-    "                 and ours' median fraction of the FMA probe, timed once per round.\n"
+    "                 and ours' median fraction of its ISA's probe, timed once per round.\n"
     "                 matmul_packed: (or matmul_nt_packed:) ours on B packed once\n"
     "                 (attn::pack_matrix), beside ours unpacked, the peers, and oneDNN's\n"
     "                 matmul primitive on weights reordered once (onednn-packed).\n"

@@ -142,7 +142,7 @@ double measure(float (*chains)(long), double flop_per_iteration) {
 
 }  // namespace
 
-ProbeBatch::ProbeBatch(attn::Isa isa, double seconds) {
+ProbeBatch::ProbeBatch([[maybe_unused]] attn::Isa isa, double seconds) {
 #if defined(ATTN_BENCH_X86)
   if (isa == attn::Isa::avx512 && attn::isa_supported(isa)) {
     chains_ = chains_avx512, what_ = "AVX-512 FMA", flop_per_iteration_ = 16 * 16 * 2;
@@ -157,22 +157,24 @@ ProbeBatch::ProbeBatch(attn::Isa isa, double seconds) {
 #endif
   if (chains_ == nullptr) return;
   iterations_ = 1 << 10;
-  for (;;) {  // calibration: the count that takes at least `seconds`
+  for (;;) {  // calibration: a count that takes at least `seconds` (aiming 5% above it)
     const auto t0 = std::chrono::steady_clock::now();
-    g_sink = chains_(iterations_);
+    g_sink = chains_(static_cast<long>(iterations_));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (s >= seconds || iterations_ > (1L << 40)) break;
-    iterations_ = s > 1e-4 ? static_cast<long>(static_cast<double>(iterations_) * seconds / s) + 1
-                           : iterations_ * 8;
+    if (s >= seconds || iterations_ > (std::int64_t{1} << 40)) break;
+    iterations_ =
+        s > 1e-4
+            ? static_cast<std::int64_t>(static_cast<double>(iterations_) * 1.05 * seconds / s) + 1
+            : iterations_ * 8;
   }
 }
 
 double ProbeBatch::run() {
   if (chains_ == nullptr) return 0.0;
   const auto t0 = std::chrono::steady_clock::now();
-  g_sink = chains_(iterations_);
+  g_sink = chains_(static_cast<long>(iterations_));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return flop_per_iteration_ * static_cast<double>(iterations_) / s;
+  return s > 0.0 ? flop_per_iteration_ * static_cast<double>(iterations_) / s : 0.0;
 }
 
 std::vector<Peak> probe_fma_peaks() {

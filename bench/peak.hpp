@@ -1,6 +1,7 @@
 // The FMA-throughput probe and the description of the machine for the context block.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,8 @@ std::vector<Peak> probe_fma_peaks();
 
 // The probe's loop for one ISA, run in timed batches between other work (attn-bench
 // --alternate): each run() takes about `seconds` of wall time (the constructor calibrates the
-// iteration count with untimed calls) and returns its FLOP/s. ok() is false where this build or
-// CPU has no loop for the ISA (Isa::scalar has none).
+// iteration count with calls it does not report) and returns its FLOP/s, 0 if the clock did not
+// advance. ok() is false where this build or CPU has no loop for the ISA (Isa::scalar has none).
 class ProbeBatch {
  public:
   ProbeBatch(attn::Isa isa, double seconds);
@@ -33,7 +34,7 @@ class ProbeBatch {
   float (*chains_)(long) = nullptr;
   const char* what_ = "";
   double flop_per_iteration_ = 0;
-  long iterations_ = 0;
+  std::int64_t iterations_ = 0;
 };
 
 struct SystemInfo {

@@ -7,10 +7,11 @@
 // reaches C (AVX-512 writes a whole tile with alpha 1 and no bias from the registers, C = AB with
 // beta 0 and C + AB with beta 1; any other through store_tile). The FMA ISAs (AVX2,
 // AVX-512, NEON) run the same fused multiply-adds in the same order per element, so their tiles
-// agree bit for bit on the columns they share.
+// agree bit for bit on the rows and columns they share.
 //
 // Tolerance per element: (k + 2) u_f (|alpha| sum |a||b| + |beta c| + |bias|), u_f = FLT_EPSILON:
 // k products and sums in float, the alpha and beta products, the bias add.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cfloat>
 #include <cmath>
