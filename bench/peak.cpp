@@ -140,27 +140,49 @@ double measure(float (*chains)(long), double flop_per_iteration) {
   return best;
 }
 
+// The probe loops this build and CPU can run, best first: the ISA, its Peak::isa and
+// Peak::what, the loop, and its FLOP per iteration. attn's ISA checks include OS support (XCR0)
+// as well as the CPUID bits.
+struct ProbeLoop {
+  attn::Isa isa;
+  const char* name;
+  const char* what;
+  float (*chains)(long);
+  double flop_per_iteration;
+};
+
+std::vector<ProbeLoop> probe_loops() {
+  std::vector<ProbeLoop> loops;
+#if defined(ATTN_BENCH_X86)
+  if (attn::isa_supported(attn::Isa::avx512))
+    loops.push_back({attn::Isa::avx512, "avx512", "AVX-512 FMA", chains_avx512, 16 * 16 * 2});
+  if (attn::isa_supported(attn::Isa::avx2))
+    loops.push_back({attn::Isa::avx2, "avx2", "AVX2 FMA", chains_avx2, 12 * 8 * 2});
+  loops.push_back({attn::Isa::sse2, "sse2", "SSE2 mul+add", chains_sse2, 12 * 4 * 2});
+#elif defined(ATTN_BENCH_NEON)
+  loops.push_back({attn::Isa::neon, "neon", "NEON FMA", chains_neon, 16 * 4 * 2});
+#endif
+  return loops;
+}
+
+// Wall-clock seconds of one call of `chains` over `iterations`.
+double wall_seconds(float (*chains)(long), std::int64_t iterations) {
+  const auto t0 = std::chrono::steady_clock::now();
+  g_sink = chains(static_cast<long>(iterations));
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace
 
-ProbeBatch::ProbeBatch([[maybe_unused]] attn::Isa isa, double seconds) {
-#if defined(ATTN_BENCH_X86)
-  if (isa == attn::Isa::avx512 && attn::isa_supported(isa)) {
-    chains_ = chains_avx512, what_ = "AVX-512 FMA", flop_per_iteration_ = 16 * 16 * 2;
-  } else if (isa == attn::Isa::avx2 && attn::isa_supported(isa)) {
-    chains_ = chains_avx2, what_ = "AVX2 FMA", flop_per_iteration_ = 12 * 8 * 2;
-  } else if (isa == attn::Isa::sse2) {
-    chains_ = chains_sse2, what_ = "SSE2 mul+add", flop_per_iteration_ = 12 * 4 * 2;
+ProbeBatch::ProbeBatch(attn::Isa isa, double seconds) {
+  for (const ProbeLoop& loop : probe_loops()) {
+    if (loop.isa != isa) continue;
+    chains_ = loop.chains, what_ = loop.what, flop_per_iteration_ = loop.flop_per_iteration;
   }
-#elif defined(ATTN_BENCH_NEON)
-  if (isa == attn::Isa::neon)
-    chains_ = chains_neon, what_ = "NEON FMA", flop_per_iteration_ = 16 * 4 * 2;
-#endif
   if (chains_ == nullptr) return;
   iterations_ = 1 << 10;
   for (;;) {  // calibration: a count that takes at least `seconds` (aiming 5% above it)
-    const auto t0 = std::chrono::steady_clock::now();
-    g_sink = chains_(static_cast<long>(iterations_));
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = wall_seconds(chains_, iterations_);
     if (s >= seconds || iterations_ > (std::int64_t{1} << 40)) break;
     iterations_ =
         s > 1e-4
@@ -171,24 +193,14 @@ ProbeBatch::ProbeBatch([[maybe_unused]] attn::Isa isa, double seconds) {
 
 double ProbeBatch::run() {
   if (chains_ == nullptr) return 0.0;
-  const auto t0 = std::chrono::steady_clock::now();
-  g_sink = chains_(static_cast<long>(iterations_));
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double s = wall_seconds(chains_, iterations_);
   return s > 0.0 ? flop_per_iteration_ * static_cast<double>(iterations_) / s : 0.0;
 }
 
 std::vector<Peak> probe_fma_peaks() {
   std::vector<Peak> peaks;
-#if defined(ATTN_BENCH_X86)
-  // attn's ISA checks include OS support (XCR0) as well as the CPUID bits.
-  if (attn::isa_supported(attn::Isa::avx512))
-    peaks.push_back({"avx512", "AVX-512 FMA", measure(chains_avx512, 16 * 16 * 2)});
-  if (attn::isa_supported(attn::Isa::avx2))
-    peaks.push_back({"avx2", "AVX2 FMA", measure(chains_avx2, 12 * 8 * 2)});
-  peaks.push_back({"sse2", "SSE2 mul+add", measure(chains_sse2, 12 * 4 * 2)});
-#elif defined(ATTN_BENCH_NEON)
-  peaks.push_back({"neon", "NEON FMA", measure(chains_neon, 16 * 4 * 2)});
-#endif
+  for (const ProbeLoop& loop : probe_loops())
+    peaks.push_back({loop.name, loop.what, measure(loop.chains, loop.flop_per_iteration)});
   return peaks;
 }
 
