@@ -4,9 +4,7 @@
 // On a shared, drifting host this resolves differences of a few percent that separate benchmark
 // runs, or Google Benchmark's repetitions, blur (see bench/vs-peers).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -15,11 +13,10 @@
 #include "bench.hpp"
 #include "peak.hpp"
 #include "peers.hpp"
+#include "rounds.hpp"
 
 namespace attn_bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // "matmul:M,N,K" or "matmul_nt:M,N,K" (or either with "_packed": B pre-packed), then
 // optionally ":THREADS".
@@ -44,50 +41,18 @@ bool parse_spec(const std::string& spec, MatmulShape* shape, int* threads, bool*
   return true;
 }
 
-struct Contender {
-  Contender(std::string n, std::function<void()> f) : name(std::move(n)), run(std::move(f)) {}
-  std::string name;
-  std::function<void()> run;
-  std::vector<double> seconds;  // per call, one entry per batch
-  std::vector<double> ratios;   // this batch's time over the adjacent batch of ours (peers)
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[static_cast<std::size_t>(q * double(v.size() - 1) + 0.5)];
-}
-
-// Seconds per call over a batch of `calls`.
-double time_calls(Contender& c, int calls) {
-  const auto t0 = Clock::now();
-  for (int i = 0; i < calls; ++i)
-    c.run();
-  return std::chrono::duration<double>(Clock::now() - t0).count() / calls;
-}
-
-// The same, kept in c.seconds (the median time printed).
-double time_batch(Contender& c, int calls) {
-  const double s = time_calls(c, calls);
-  c.seconds.push_back(s);
-  return s;
-}
-
 }  // namespace
 
 int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
+  if (spec.compare(0, 10, "attention:") == 0) return run_alternate_attention(spec, pairs, isa);
   MatmulShape shape;
   int threads = 1;
   bool packed = false;
   if (!parse_spec(spec, &shape, &threads, &packed) || pairs < 1) {
     std::fprintf(stderr,
                  "attn-bench: --alternate takes matmul:M,N,K or matmul_nt:M,N,K (or matmul_packed, "
-                 "matmul_nt_packed), optionally followed by :THREADS (got \"%s\"), and --pairs a "
-                 "positive count\n",
+                 "matmul_nt_packed) or attention:B,H,n,d, optionally followed by :THREADS (got "
+                 "\"%s\"), and --pairs a positive count\n",
                  spec.c_str());
     return 2;
   }
@@ -165,33 +130,13 @@ int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
       return 1;
     }
   }
-  // Batches of about 20 ms of ours.
-  Contender& ours = all[0];
-  double once = time_batch(ours, 1);
-  const int calls = std::max(1, static_cast<int>(0.02 / std::max(once, 1e-9)));
-  ours.seconds.clear();
-  // The one-core probe of ours' ISA (probe_fma_peaks' loop for it) opens each round, followed by a
-  // batch of ours (not counted in ours' median time): ours' fraction of that ISA's peak, measured
-  // seconds apart as the peer ratios are, where the benchmarks' peak% divides by one probe of the
-  // best ISA taken before them all. Whatever state the probe leaves the core in lands on that
-  // batch of ours, not on a peer ratio. With T threads the fraction is of T times the probe.
+  // Batches of about 20 ms of ours; the FMA probe of ours' ISA opens each round (rounds.hpp), for
+  // ours' fraction of that ISA's peak measured seconds apart as the peer ratios are, where the
+  // benchmarks' peak% divides by one probe of the best ISA taken before them all.
+  const int calls = calls_per_batch(all[0], 0.02);
   const double flop = 2.0 * double(m) * double(n) * double(k);
   ProbeBatch probe(isa, 0.02);
-  std::vector<double> probe_rates, of_peak;
-  for (int pair = 0; pair < pairs; ++pair) {
-    if (probe.ok()) {
-      const double rate = probe.run();
-      const double mine = time_calls(ours, calls);
-      if (rate > 0.0) {
-        probe_rates.push_back(rate);
-        of_peak.push_back(flop / mine / (threads * rate));
-      }
-    }
-    for (std::size_t i = 1; i < all.size(); ++i) {
-      const double mine = time_batch(ours, calls);
-      all[i].ratios.push_back(time_batch(all[i], calls) / mine);
-    }
-  }
+  const ProbeShare share = run_rounds(all, pairs, calls, probe, flop, threads);
   std::printf("%s%s %zux%zux%zu, %d thread(s), %d pairs of %d calls per peer:\n", shape.routine,
               packed ? " (B pre-packed)" : "", m, n, k, threads, pairs, calls);
   std::printf("%-20s %14s %10s  %-34s %s\n", "", "time (median)", "GFLOP/s",
@@ -209,14 +154,7 @@ int run_alternate(const std::string& spec, int pairs, attn::Isa isa) {
     }
     std::printf("\n");
   }
-  if (!of_peak.empty()) {
-    const std::string of = threads == 1 ? "it" : std::to_string(threads) + " x it";
-    std::printf(
-        "%s probe: %.1f GFLOP/s on one core (median); ours at %.1f%% of %s (quartiles "
-        "%.1f-%.1f%%)\n",
-        probe.what(), median(probe_rates) * 1e-9, 100.0 * median(of_peak), of.c_str(),
-        100.0 * quantile(of_peak, 0.25), 100.0 * quantile(of_peak, 0.75));
-  }
+  print_probe_share(share, probe, "ours", threads);
   return 0;
 }
 

@@ -117,6 +117,10 @@ std::string check_exp(const float* x, const float* y, std::size_t n);
 // on one shape in alternating batches; prints the medians and returns the exit status
 // (kNoPeerExit where there is no peer to alternate with).
 int run_alternate(const std::string& spec, int pairs, attn::Isa isa);
+// attn-bench --alternate=attention:B,H,n,d[:THREADS] (alternate_attention.cpp): bidirectional
+// attention on `isa` against the probe, causal, and on THREADS > 1 one thread, in alternating
+// batches; prints the medians and returns the exit status.
+int run_alternate_attention(const std::string& spec, int pairs, attn::Isa isa);
 inline constexpr int kNoPeerExit = 77;  // CTest's conventional "skipped"
 
 // Wall, thread CPU and process CPU time, in seconds.

@@ -4,6 +4,7 @@
 //   attn-bench [--quick] [--summary] [--default-isa] [Google Benchmark flags]
 //   attn-bench --alternate=matmul:M,N,K[:THREADS] [--pairs=N]   (or matmul_nt: A·Bᵀ; with
 //                                                              _packed: B pre-packed)
+//   attn-bench --alternate=attention:B,H,n,d[:THREADS] [--pairs=N]
 //
 // --quick:       ours on the default ISA and the peers, the shapes that run fast (3 repetitions
 //                of at least 0.02 s), then a summary table. Under a minute. Later flags
@@ -14,7 +15,8 @@
 //                shape, in alternating batches of about 20 ms (--pairs of them per peer,
 //                default 21), then each peer's median time and ours/peer speed ratio, and
 //                ours' fraction of its ISA's probe, which takes a turn in every round
-//                (alternate.cpp).
+//                (alternate.cpp). With attention:, bidirectional attention, causal and (on
+//                more threads) one thread instead (alternate_attention.cpp).
 // ATTN_ISA=<isa> makes <isa> the default ISA and leaves out the ISAs above it, as on a CPU
 // without them (the peers still run on whatever they detect).
 // Exit status: 0, or 1 when a benchmark failed (attn returned an error, or a result was wrong),
@@ -54,6 +56,10 @@ const char* kUsage =
     "                 matmul_packed: (or matmul_nt_packed:) ours on B packed once\n"
     "                 (attn::pack_matrix), beside ours unpacked, the peers, and oneDNN's\n"
     "                 matmul primitive on weights reordered once (onednn-packed).\n"
+    "  --alternate=attention:B,H,n,d[:THREADS]  no benchmark run: ours bidirectional, causal\n"
+    "                 and (on THREADS > 1) one thread in alternating batches, --pairs=N\n"
+    "                 rounds: causal's and the threads' median speed-ups, and bidirectional's\n"
+    "                 median fraction of the probe (issue 5's targets, seconds apart).\n"
     "  ATTN_ISA=<isa>  run <isa> as the default and leave out the ISAs above it.\n"
     "\n"
     "Counters: FLOP or elem (rates per second of the benchmark thread's CPU time), peak% (of the\n"

@@ -1,0 +1,50 @@
+// attn-bench --alternate's rounds: contenders timed in alternating batches within one process,
+// each ratio taken between batches seconds apart, with the FMA probe of ours' ISA taking a turn
+// in every round (alternate.cpp for matmul against the peers, alternate_attention.cpp for
+// attention against its own variants).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "peak.hpp"
+
+namespace attn_bench {
+
+struct Contender {
+  Contender(std::string n, std::function<void()> f) : name(std::move(n)), run(std::move(f)) {}
+  std::string name;
+  std::function<void()> run;
+  std::vector<double> seconds;  // per call, one entry per counted batch
+  std::vector<double> ratios;   // this batch's time over the adjacent batch of the first contender
+};
+
+double median(std::vector<double> v);
+// The q-quantile (0 <= q <= 1) by the nearest rank.
+double quantile(std::vector<double> v, double q);
+
+// Calls per batch: about `seconds` of c.run() (one untimed call sizes it).
+int calls_per_batch(Contender& c, double seconds);
+
+// ours' fraction of `threads` times its ISA's probe, one entry per round.
+struct ProbeShare {
+  std::vector<double> probe_rates;  // FLOP/s of one core
+  std::vector<double> of_peak;
+};
+
+// `rounds` rounds over all (all[0] is ours, the reference of every ratio). Each opens with a
+// batch of the probe, when it has a loop for the ISA, and a batch of all[0] (not counted in its
+// median time: whatever state the probe leaves the core in lands on it), whose rate over
+// threads times the probe's is the round's share of the peak (flop per call of all[0]); then
+// each other contender's batch after a batch of all[0], its ratio their times.
+ProbeShare run_rounds(std::vector<Contender>& all, int rounds, int calls, ProbeBatch& probe,
+                      double flop, int threads);
+
+// "<what> probe: X GFLOP/s on one core (median); <who> at Y% of it (quartiles ...)", nothing
+// where no round ran the probe.
+void print_probe_share(const ProbeShare& share, const ProbeBatch& probe, const std::string& who,
+                       int threads);
+
+}  // namespace attn_bench
