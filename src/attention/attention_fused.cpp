@@ -174,10 +174,11 @@ struct Plan {
   std::size_t per_thread_bytes, partial_bytes, pack_bytes;
 };
 
-// `threads`: the threads the call runs on. Only the prefetch hints (prefetch_v) and the split of a
-// KV head's query heads over more threads than tasks read it, so that attention_scratch_bytes may
-// pass the Context's count where attention_run passes fewer: no size or layout depends on it, nor
-// any result.
+// `threads`: the threads the call runs on. Only the prefetch hints (prefetch_v), the split of a
+// KV head's query heads over more threads than tasks read it and, on one thread, the pack batches
+// (groups_per_batch) depend on it, so that attention_scratch_bytes may pass the Context's count
+// where attention_run passes fewer: no result depends on it, and no size grows with fewer
+// threads.
 Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   const AttentionDims& d = call.dims;
   Plan p{};
@@ -274,8 +275,18 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   p.kt_floats = p.tile_k ? sat_mul(std::min(p.bk, lk_pad), p.dk) : 0;  // one key tile's panels
   p.v_pack_floats = p.pack_v ? sat_round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
   const std::size_t group_bytes = sat_mul(sat_add(p.k_pack_floats, p.v_pack_floats), 4);
-  p.groups_per_batch =  // all groups at once when nothing is packed (direct K, V in place)
+  // All groups at once when nothing is packed (direct K, V in place). On one thread, one group
+  // at a time: each group's K^T (and V) is packed into the same buffer, which stays in L2, just
+  // before its tasks read it, where packing every group first wrote them all out to L3 and the
+  // tasks read them back from there. Zen 5, AVX-512, bench/ab-lib (AB_LIB_OFFSET=16, 9-15 pairs,
+  // bit-identical), time against all groups at once: 1x12x512x64 0.992x and 0.967x, causal
+  // 0.986x, 1x8x2048x64 0.997x, 1x12x128x64 0.994x, causal GQA 1x32x8x512x128 0.983x, padded
+  // 4x12x512x64 0.983x, 1x1x4096x64 (one group) 1.001x. On more threads a batch is shared
+  // out among them between barriers, and one group's tasks balance worse (1x12x512x64 on two
+  // threads with one group per batch: 1.226x).
+  p.groups_per_batch =
       group_bytes == 0 ? std::max<std::size_t>(1, p.groups)
+      : threads == 1   ? 1
                        : std::max<std::size_t>(1, std::min(p.groups, kPackBudget / group_bytes));
   p.pack_bytes = sat_mul(p.groups_per_batch, group_bytes);
   const std::size_t slots = sat_mul(p.passes_per_task, p.bq);
