@@ -4,6 +4,7 @@
 // On a shared, drifting host this resolves differences of a few percent that separate benchmark
 // runs, or Google Benchmark's repetitions, blur (see bench/vs-peers).
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -29,15 +30,14 @@ bool parse_spec(const std::string& spec, MatmulShape* shape, int* threads, bool*
             routine.compare(routine.size() - suffix.size(), suffix.size(), suffix) == 0;
   if (*packed) routine.resize(routine.size() - suffix.size());
   if (routine != "matmul" && routine != "matmul_nt") return false;
-  unsigned long m = 0, n = 0, k = 0;
-  int t = 1, used = 0;
-  const std::string rest = spec.substr(colon + 1);
-  const int got = std::sscanf(rest.c_str(), "%lu,%lu,%lu%n:%d", &m, &n, &k, &used, &t);
-  if (got < 3 || m == 0 || n == 0 || k == 0 || t < 1) return false;
-  if (got == 3 && static_cast<std::size_t>(used) != rest.size()) return false;
+  std::size_t dims[3];
+  if (!parse_dims(spec.substr(colon + 1), 3, dims, threads)) return false;
+  const std::size_t m = dims[0], n = dims[1], k = dims[2];
+  // Each operand is allocated whole: refuse shapes whose sizes in bytes overflow.
+  constexpr std::size_t kMaxFloats = SIZE_MAX / sizeof(float);
+  if (m > kMaxFloats / k || n > kMaxFloats / k || m > kMaxFloats / n) return false;
   *shape = MatmulShape{
       routine == "matmul" ? "matmul" : "matmul_nt", m, n, k, routine == "matmul_nt", one};
-  *threads = t;
   return true;
 }
 

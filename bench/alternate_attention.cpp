@@ -5,6 +5,7 @@
 // margins (README "Where attn stands").
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -26,22 +27,25 @@ struct AttentionSpec {
 bool parse_attention_spec(const std::string& spec, AttentionSpec* out) {
   const std::string prefix = "attention:";
   if (spec.compare(0, prefix.size(), prefix) != 0) return false;
-  const std::string rest = spec.substr(prefix.size());
-  unsigned long b = 0, h = 0, n = 0, d = 0;
-  int t = 1, used = 0;
-  const int got = std::sscanf(rest.c_str(), "%lu,%lu,%lu,%lu%n:%d", &b, &h, &n, &d, &used, &t);
-  if (got < 4 || b == 0 || h == 0 || n == 0 || d == 0 || t < 1) return false;
-  if (got == 4 && static_cast<std::size_t>(used) != rest.size()) return false;
-  *out = AttentionSpec{b, h, n, d, t};
+  std::size_t dims[4];
+  int threads = 1;
+  if (!parse_dims(spec.substr(prefix.size()), 4, dims, &threads)) return false;
+  // q, k, v and the outputs are allocated whole: refuse shapes whose sizes in bytes overflow.
+  std::size_t floats = 1;
+  for (const std::size_t x : dims) {
+    if (floats > SIZE_MAX / sizeof(float) / x) return false;
+    floats *= x;
+  }
+  *out = AttentionSpec{dims[0], dims[1], dims[2], dims[3], threads};
   return true;
 }
 
-// out's row i of (batch 0, head h) against a double-precision softmax(q k^T / sqrt(d)) v over
+// out's row i of (batch b, head h) against a double-precision softmax(q k^T / sqrt(d)) v over
 // keys 0..i (causal) or all: "" if every element is within 1e-4 (the values lie in [-1, 1], so
 // the outputs do too; a spot check of the right function, far looser than README "Accuracy").
 std::string check_row(const AttentionSpec& s, const float* q, const float* k, const float* v,
-                      const float* out, std::size_t h, std::size_t i, bool causal) {
-  const std::size_t head = h * s.n * s.d, keys = causal ? i + 1 : s.n;
+                      const float* out, std::size_t b, std::size_t h, std::size_t i, bool causal) {
+  const std::size_t head = (b * s.heads + h) * s.n * s.d, keys = causal ? i + 1 : s.n;
   std::vector<double> w(keys);
   double top = -INFINITY;
   for (std::size_t j = 0; j < keys; ++j) {
@@ -61,8 +65,9 @@ std::string check_row(const AttentionSpec& s, const float* q, const float* k, co
     const double got = out[head + i * s.d + c];
     if (!(std::fabs(got - ref) <= 1e-4)) {
       char msg[160];
-      std::snprintf(msg, sizeof msg, "%s head %zu row %zu column %zu: %.9g, reference %.9g",
-                    causal ? "causal" : "bidirectional", h, i, c, got, ref);
+      std::snprintf(msg, sizeof msg,
+                    "%s batch %zu head %zu row %zu column %zu: %.9g, reference %.9g",
+                    causal ? "causal" : "bidirectional", b, h, i, c, got, ref);
       return msg;
     }
   }
@@ -109,7 +114,7 @@ int run_alternate_attention(const std::string& spec, int pairs, attn::Isa isa) {
                    [&] { call(ctx, out_bi, {}); });
   all.emplace_back("causal", [&] { call(ctx, out_causal, causal); });
   if (s.threads > 1) all.emplace_back("bidirectional, 1 thread", [&] { call(one, out_one, {}); });
-  // Every contender's result is checked once, at rows spread over the heads and positions.
+  // Every contender's result is checked once, at rows spread over the batch, heads and positions.
   for (auto& x : all)
     x.run();
   if (!failed.ok()) {
@@ -117,10 +122,10 @@ int run_alternate_attention(const std::string& spec, int pairs, attn::Isa isa) {
     return 1;
   }
   for (std::size_t r = 0; r < 8; ++r) {
-    const std::size_t h = r % s.heads, i = (r * (s.n - 1)) / 7;
+    const std::size_t b = r % s.batch, h = (r / s.batch) % s.heads, i = (r * (s.n - 1)) / 7;
     for (const bool c : {false, true}) {
       const std::string wrong = check_row(s, q.data(), k.data(), v.data(),
-                                          c ? out_causal.data() : out_bi.data(), h, i, c);
+                                          c ? out_causal.data() : out_bi.data(), b, h, i, c);
       if (!wrong.empty()) {
         std::fprintf(stderr, "attn-bench: attention %s\n", wrong.c_str());
         return 1;
@@ -166,6 +171,11 @@ int run_alternate_attention(const std::string& spec, int pairs, attn::Isa isa) {
     std::printf("\n");
   }
   print_probe_share(share, probe, "bidirectional", s.threads);
+  if (s.threads > 1 && flop_bi < 2e6) {
+    std::printf(
+        "(attn runs a call of under about 2 MFLOP on the caller's thread alone, whatever "
+        "the thread count: README, \"API\")\n");
+  }
   return 0;
 }
 

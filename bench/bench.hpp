@@ -55,6 +55,11 @@ void set_machine_peak(double flops);
 // sizes the iteration count), and every implementation of a shape reads the same inputs.
 const std::vector<float>& random_vec(std::size_t n, float lo, float hi, std::uint32_t seed);
 
+// The median of v (the mean of the two middle values of an even count; 0 when empty), and its
+// q-quantile (0 <= q <= 1) by the nearest rank.
+double median(std::vector<double> v);
+double quantile(std::vector<double> v, double q);
+
 // Settings of this run, fixed before registration.
 struct Options {
   bool quick = false;             // fewer shapes, ours on the default ISA only, plus the peers

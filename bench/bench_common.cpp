@@ -92,6 +92,18 @@ std::string full_name(const std::string& routine, const std::string& impl, const
   return s;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[static_cast<std::size_t>(q * double(v.size() - 1) + 0.5)];
+}
+
 double machine_peak() {
   return g_peak;
 }

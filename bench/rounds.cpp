@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "bench.hpp"
+
 namespace attn_bench {
 namespace {
 
@@ -27,14 +29,30 @@ double time_batch(Contender& c, int calls) {
 
 }  // namespace
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[static_cast<std::size_t>(q * double(v.size() - 1) + 0.5)];
+bool parse_dims(const std::string& text, std::size_t count, std::size_t* dims, int* threads) {
+  constexpr unsigned long long kMax = 1ull << 32;
+  std::size_t pos = 0;
+  // A run of digits at pos, at most kMax, nonzero.
+  const auto number = [&](unsigned long long* out) {
+    unsigned long long v = 0;
+    const std::size_t start = pos;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9' && v <= kMax)
+      v = v * 10 + static_cast<unsigned long long>(text[pos++] - '0');
+    *out = v;
+    return pos > start && v > 0 && v <= kMax;
+  };
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i > 0 && (pos >= text.size() || text[pos++] != ',')) return false;
+    unsigned long long v = 0;
+    if (!number(&v)) return false;
+    dims[i] = static_cast<std::size_t>(v);
+  }
+  *threads = 1;
+  if (pos == text.size()) return true;
+  unsigned long long t = 0;
+  if (text[pos++] != ':' || !number(&t) || pos != text.size() || t > 4096) return false;
+  *threads = static_cast<int>(t);
+  return true;
 }
 
 int calls_per_batch(Contender& c, double seconds) {

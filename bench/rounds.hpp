@@ -4,6 +4,7 @@
 // attention against its own variants).
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <utility>
@@ -21,12 +22,13 @@ struct Contender {
   std::vector<double> ratios;   // this batch's time over the adjacent batch of the first contender
 };
 
-double median(std::vector<double> v);
-// The q-quantile (0 <= q <= 1) by the nearest rank.
-double quantile(std::vector<double> v, double q);
-
-// Calls per batch: about `seconds` of c.run() (one untimed call sizes it).
+// Calls per batch: about `seconds` of c.run(), from the time of one call (not counted).
 int calls_per_batch(Contender& c, double seconds);
+
+// The part of an --alternate spec after "routine:": `count` positive integers separated by
+// commas into dims, then optionally ":THREADS" (a positive count; 1 when absent), and nothing
+// else. False for anything else, a sign or a value beyond 2^32.
+bool parse_dims(const std::string& text, std::size_t count, std::size_t* dims, int* threads);
 
 // ours' fraction of `threads` times its ISA's probe, one entry per round.
 struct ProbeShare {
@@ -34,7 +36,8 @@ struct ProbeShare {
   std::vector<double> of_peak;
 };
 
-// `rounds` rounds over all (all[0] is ours, the reference of every ratio). Each opens with a
+// `rounds` rounds over all (at least two contenders; all[0] is ours, the reference of every
+// ratio). Each opens with a
 // batch of the probe, when it has a loop for the ISA, and a batch of all[0] (not counted in its
 // median time: whatever state the probe leaves the core in lands on it), whose rate over
 // threads times the probe's is the round's share of the peak (flop per call of all[0]); then

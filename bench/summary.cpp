@@ -9,13 +9,6 @@
 namespace attn_bench {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 double counter(const benchmark::BenchmarkReporter::Run& r, const char* name) {
   const auto it = r.counters.find(name);
   return it == r.counters.end() ? 0.0 : it->second.value;

@@ -6,8 +6,9 @@
 // register tile, Kernels::attention_mr x attention_nr: 14 x 32 on AVX-512), and shared
 // by every task that reads it (V is read in place when its rows hold whole panels, else packed
 // too); packing runs in parallel, a batch of (batch, KV head) groups at a time within a memory
-// budget; where one task reads a KV head's K (its query rows fit one tile: Plan::tile_k), the
-// task packs each key tile's panels as it reaches them instead. A task is (batch, KV head, chunk of
+// budget (a call on one thread: one group at a time, just before its tasks); where one task
+// reads a KV head's K (its query rows fit one tile: Plan::tile_k), the task packs each key
+// tile's panels as it reaches them instead. A task is (batch, KV head, chunk of
 // the query heads sharing it, query tile[, key chunk]); it reuses each K and V tile for every query
 // row of its tile and every query head of its chunk (grouped-query attention). Per pass (one head's
 // rows, or several heads' stacked when the tile has few rows; see Task) and key tile:
@@ -168,6 +169,7 @@ struct Plan {
   // (pv_by_vectors), V packed or not.
   bool pv_vectors;
   std::size_t k_pack_floats, v_pack_floats;  // per group
+  // (batch, KV head) groups, and how many are packed between two barriers (make_plan).
   std::size_t groups, groups_per_batch;
   // floats per thread
   std::size_t q_floats, s_floats, o_floats, row_floats, kt_floats;
@@ -275,15 +277,16 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   p.kt_floats = p.tile_k ? sat_mul(std::min(p.bk, lk_pad), p.dk) : 0;  // one key tile's panels
   p.v_pack_floats = p.pack_v ? sat_round_up(sat_mul(lk_pad, p.dv_pad), 16) : 0;
   const std::size_t group_bytes = sat_mul(sat_add(p.k_pack_floats, p.v_pack_floats), 4);
-  // All groups at once when nothing is packed (direct K, V in place). On one thread, one group
-  // at a time: each group's K^T (and V) is packed into the same buffer, which stays in L2, just
-  // before its tasks read it, where packing every group first wrote them all out to L3 and the
-  // tasks read them back from there. Zen 5, AVX-512, bench/ab-lib (AB_LIB_OFFSET=16, 9-15 pairs,
-  // bit-identical), time against all groups at once: 1x12x512x64 0.992x and 0.967x, causal
-  // 0.986x, 1x8x2048x64 0.997x, 1x12x128x64 0.994x, causal GQA 1x32x8x512x128 0.983x, padded
-  // 4x12x512x64 0.983x, 1x1x4096x64 (one group) 1.001x. On more threads a batch is shared
-  // out among them between barriers, and one group's tasks balance worse (1x12x512x64 on two
-  // threads with one group per batch: 1.226x).
+  // All groups at once when nothing is packed (direct K, V in place). On one thread (a call
+  // that asks for one), one group at a time: each group's K^T (and V) is packed into the same
+  // buffer just before its tasks read it, from L2 while one group's panels fit there, where
+  // packing every group first wrote them all out to L3 and the tasks read them back from
+  // there. Zen 5, AVX-512, bench/ab-lib (AB_LIB_OFFSET=16, 9-15 pairs, bit-identical), time
+  // against all groups at once: 1x12x512x64 0.992x and 0.967x, causal 0.986x, 1x8x2048x64
+  // 0.997x, 1x12x128x64 0.994x, causal GQA 1x32x8x512x128 0.983x, padded 4x12x512x64 0.983x,
+  // 1x1x4096x64 (one group) 1.001x. On more threads a batch is shared out among them between
+  // barriers, and one group's tasks balance worse (1x12x512x64 on two threads with one group
+  // per batch: 1.226x).
   p.groups_per_batch =
       group_bytes == 0 ? std::max<std::size_t>(1, p.groups)
       : threads == 1   ? 1
