@@ -3,7 +3,6 @@
 // the FMA probe, causal's speed-up over bidirectional, and on more than one thread the speed-up
 // over one thread. Runs minutes apart on a drifting host move these by more than the targets'
 // margins (README "Where attn stands").
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/reference.hpp"
 #include "bench.hpp"
 #include "peak.hpp"
 #include "rounds.hpp"
@@ -40,34 +40,28 @@ bool parse_attention_spec(const std::string& spec, AttentionSpec* out) {
   return true;
 }
 
-// out's row i of (batch b, head h) against a double-precision softmax(q k^T / sqrt(d)) v over
-// keys 0..i (causal) or all: "" if every element is within 1e-4 (the values lie in [-1, 1], so
-// the outputs do too; a spot check of the right function, far looser than README "Accuracy").
+// out's row i of (batch b, head h) against attn::reference::attention (double precision) of that
+// query row over keys 0..i (causal) or all of them: "" if every element is within 1e-4 (the
+// values lie in [-1, 1], so the outputs do too; a spot check of the right function, far looser
+// than README "Accuracy").
 std::string check_row(const AttentionSpec& s, const float* q, const float* k, const float* v,
                       const float* out, std::size_t b, std::size_t h, std::size_t i, bool causal) {
   const std::size_t head = (b * s.heads + h) * s.n * s.d, keys = causal ? i + 1 : s.n;
-  std::vector<double> w(keys);
-  double top = -INFINITY;
-  for (std::size_t j = 0; j < keys; ++j) {
-    double dot = 0;
-    for (std::size_t c = 0; c < s.d; ++c)
-      dot += double(q[head + i * s.d + c]) * double(k[head + j * s.d + c]);
-    w[j] = dot / std::sqrt(double(s.d));
-    top = std::max(top, w[j]);
-  }
-  double sum = 0;
-  for (double& x : w)
-    sum += x = std::exp(x - top);
+  const auto one_head = [&](const float* x) {
+    return attn::make_bhsd<const float>(x + head, 1, 1, s.n, s.d);
+  };
+  std::vector<float> ref(s.d);
+  const attn::Status st = attn::reference::attention(
+      attn::seq_slice(one_head(q), i, 1), attn::seq_slice(one_head(k), 0, keys),
+      attn::seq_slice(one_head(v), 0, keys), attn::make_bhsd(ref.data(), 1, 1, 1, s.d));
+  if (!st.ok()) return std::string("reference: ") + st.message();
   for (std::size_t c = 0; c < s.d; ++c) {
-    double ref = 0;
-    for (std::size_t j = 0; j < keys; ++j)
-      ref += w[j] / sum * double(v[head + j * s.d + c]);
-    const double got = out[head + i * s.d + c];
-    if (!(std::fabs(got - ref) <= 1e-4)) {
+    const float got = out[head + i * s.d + c];
+    if (!(std::fabs(got - ref[c]) <= 1e-4f)) {
       char msg[160];
       std::snprintf(msg, sizeof msg,
                     "%s batch %zu head %zu row %zu column %zu: %.9g, reference %.9g",
-                    causal ? "causal" : "bidirectional", b, h, i, c, got, ref);
+                    causal ? "causal" : "bidirectional", b, h, i, c, got, ref[c]);
       return msg;
     }
   }

@@ -37,11 +37,11 @@ struct ProbeShare {
 };
 
 // `rounds` rounds over all (at least two contenders; all[0] is ours, the reference of every
-// ratio). Each opens with a
-// batch of the probe, when it has a loop for the ISA, and a batch of all[0] (not counted in its
-// median time: whatever state the probe leaves the core in lands on it), whose rate over
-// threads times the probe's is the round's share of the peak (flop per call of all[0]); then
-// each other contender's batch after a batch of all[0], its ratio their times.
+// ratio). Each opens with a batch of the probe, when it has a loop for the ISA, and a batch of
+// all[0] (not counted in its median time: whatever state the probe leaves the core in lands on
+// it), whose rate over threads times the probe's is the round's share of the peak (flop per
+// call of all[0]); then each other contender's batch after a batch of all[0], its ratio their
+// times.
 ProbeShare run_rounds(std::vector<Contender>& all, int rounds, int calls, ProbeBatch& probe,
                       double flop, int threads);
 
