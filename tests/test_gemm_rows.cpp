@@ -61,7 +61,7 @@ TEST_CASE("gemm_rows writes the same bits with and without b_beyond_l3", "[matmu
 }
 
 TEST_CASE("gemm_rows' b_beyond_l3 holds from B's size of L3 on", "[matmul]") {
-  // rows_b_beyond_l3 (matmul/gemm.cpp): k x n floats of B against CpuInfo::l3_bytes, whatever
+  // rows_b_beyond_l3 (matmul/gemm_path.cpp): k x n floats of B against CpuInfo::l3_bytes, whatever
   // the row stride; at exactly L3 and one row of 1024 floats either side.
   const std::size_t l3 = attn::detail::cpu_info().l3_bytes;
   REQUIRE(l3 % 4096 == 0);

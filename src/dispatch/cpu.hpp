@@ -15,7 +15,7 @@ struct CpuInfo {
   std::size_t l2_bytes = 512 * 1024;  // per core
   std::size_t l3_bytes = 8 * 1024 * 1024;
   // Whether the no-packing GEMM kernels, which read a B of up to half of L2 in place (rows ldb
-  // apart), run at the packed kernel's rate when B is larger than L1 (matmul/gemm.cpp,
+  // apart), run at the packed kernel's rate when B is larger than L1 (matmul/gemm_path.cpp,
   // gemm_path). Measured per vendor: AMD Zen 5 yes (AVX-512 256^3 at 93% of the FMA probe, level
   // with oneDNN); an Intel Xeon with AVX-512 and AMX (KVM guest, family 6 model 167, 48 KiB L1d,
   // 2 MiB L2) no: packing made 256^3 0.90x and A*B^T 512 x 512 x 64 0.94x the time on AVX-512,
@@ -24,8 +24,8 @@ struct CpuInfo {
   bool l2_feeds_in_place_b = true;
   // Whether GemmPath::prefetched (a row-major B beyond L2 read in place, its rows prefetched)
   // runs faster than packing B for up to Kernels::gemm_prefetch_b_many_rows rows rather than 48
-  // (matmul/gemm.cpp, use_prefetched). Measured per vendor: AMD Zen 5 yes, the Intel Xeon above
-  // no (64 rows 1.03x the time); other CPUs keep 48.
+  // (matmul/gemm_path.cpp, use_prefetched). Measured per vendor: AMD Zen 5 yes, the Intel Xeon
+  // above no (64 rows 1.03x the time); other CPUs keep 48.
   bool prefetched_many_rows = false;
   // Whether GemmPath::prefetched fetches each panel's successor into L2 while the panel's later
   // groups of rows run (matmul/gemm.cpp, kNextPanelMinGroups: measured there on Zen 4). AMD Zen 5

@@ -217,7 +217,7 @@ struct Kernels {
   // The same tile on one packed NR-wide panel of B (ldb == gemm_nr) for GemmPath::wide_panels,
   // where the ISA has a k loop for A's rows in place that pays there (AVX-512); else nullptr.
   GemmDirectKernel gemm_wide_panel;
-  // Few rows against a row-major B read row after row (GemmPath::rows in matmul/gemm.cpp), with
+  // Few rows against a row-major B read row after row (GemmPath::rows: matmul/gemm_path.cpp), with
   // register tiles of up to gemm_rows_max rows; nullptr (and 0) on the scalar table.
   std::size_t gemm_rows_max;
   GemmRowsKernel gemm_rows;
@@ -230,7 +230,7 @@ struct Kernels {
   // CpuInfo::rows_t_prefetch_min_rows. nullptr on the scalar table.
   GemmDirectKernel gemm_rows_t_prefetch;
   // A no-packing tile of up to gemm_prefetch_b_mr rows and gemm_prefetch_b_nr columns that
-  // prefetches B's rows a few k steps ahead (GemmPath::prefetched in matmul/gemm.cpp: from
+  // prefetches B's rows a few k steps ahead (GemmPath::prefetched in matmul/gemm_path.cpp: from
   // gemm_prefetch_b_min_rows to a few dozen rows against a row-major B beyond L2; fewer take
   // gemm_rows); m >= 1. nullptr (and 0) on the scalar table.
   std::size_t gemm_prefetch_b_min_rows;
@@ -243,7 +243,7 @@ struct Kernels {
   // Up to gemm_sliver_call_rows rows against one sliver of a pre-packed B (ldb = gemm_nr, n <=
   // gemm_nr), B's rows prefetched as gemm_prefetch_b does: gemm_prepacked takes it for at most
   // gemm_sliver_max_rows rows of a row-major A, m <= gemm_sliver_call_rows in one call, more in
-  // near-equal groups of at most gemm_sliver_mr (matmul/gemm.cpp). nullptr (and 0) on the
+  // near-equal groups of at most gemm_sliver_mr (matmul/gemm_path.cpp). nullptr (and 0) on the
   // scalar table.
   std::size_t gemm_sliver_max_rows;
   std::size_t gemm_sliver_mr;

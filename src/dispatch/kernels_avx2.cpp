@@ -19,7 +19,7 @@
 #define ATTN_GEMM_PREFETCH_B_MIN_ROWS 9     // 5-8 rows: gemm_rows (see use_prefetched)
 #define ATTN_GEMM_PREFETCH_B_MANY_ROWS 128  // AMD: see use_prefetched
 // A pre-packed B: 6 x 16 on each packed sliver for up to ATTN_GEMM_SLIVER_MAX_ROWS rows
-// (gemm_prepacked_loop in matmul/gemm.cpp has the measurements).
+// (gemm_prepacked_loop in matmul/gemm_path.cpp has the measurements).
 #define ATTN_GEMM_SLIVER_MR 6
 #define ATTN_GEMM_SLIVER_MAX_ROWS 32
 #define ATTN_GEMM_LANES 8

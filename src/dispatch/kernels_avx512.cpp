@@ -67,7 +67,7 @@
 #define ATTN_GEMM_PREFETCH_B_MIN_ROWS 5
 #define ATTN_GEMM_PREFETCH_B_MANY_ROWS 192  // AMD: see use_prefetched
 // A pre-packed B: the 6 x 64 tile on each packed sliver, 8 x 32 tiles on each half of it for 7 or
-// 8 rows, for up to ATTN_GEMM_SLIVER_MAX_ROWS rows (gemm_prepacked_loop in matmul/gemm.cpp has
+// 8 rows, for up to ATTN_GEMM_SLIVER_MAX_ROWS rows (gemm_prepacked_loop in matmul/gemm_path.cpp has
 // the measurements).
 #define ATTN_GEMM_SLIVER_MR 6
 #define ATTN_GEMM_SLIVER_CALL_ROWS 8

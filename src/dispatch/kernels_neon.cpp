@@ -17,7 +17,7 @@
 #define ATTN_GEMM_PREFETCH_B_NV 3
 #define ATTN_GEMM_PREFETCH_B_MIN_ROWS 5
 // A pre-packed B: 8 x 12 on each packed sliver for up to ATTN_GEMM_SLIVER_MAX_ROWS rows
-// (gemm_prepacked_loop in matmul/gemm.cpp has the measurements).
+// (gemm_prepacked_loop in matmul/gemm_path.cpp has the measurements).
 #define ATTN_GEMM_SLIVER_MR 8
 #define ATTN_GEMM_SLIVER_MAX_ROWS 48
 #define ATTN_GEMM_LANES 4

@@ -22,7 +22,7 @@
 #define ATTN_GEMM_PREFETCH_B_NV 2
 #define ATTN_GEMM_PREFETCH_B_MIN_ROWS 5
 // A pre-packed B: 6 x 8 on each packed sliver for up to ATTN_GEMM_SLIVER_MAX_ROWS rows
-// (gemm_prepacked_loop in matmul/gemm.cpp has the measurements).
+// (gemm_prepacked_loop in matmul/gemm_path.cpp has the measurements).
 #define ATTN_GEMM_SLIVER_MR 6
 #define ATTN_GEMM_SLIVER_MAX_ROWS 2
 #define ATTN_GEMM_LANES 4

@@ -21,7 +21,7 @@ struct GemmShape {
   std::size_t m, n, k;
 };
 
-// The path gemm() takes (matmul/gemm.cpp says which products each serves): the no-packing
+// The path gemm() takes (matmul/gemm_path.cpp says which products each serves): the no-packing
 // tiles, op(B) packed into the wide tile's panels, the Goto loop nest, B packed one sliver at a
 // time, a few rows read row after row, B read in place with its rows prefetched, or a B^T read in
 // place as the rows of the transposed product. It depends on the shape, the operands' layout and
@@ -95,9 +95,9 @@ std::size_t gemm_prepacked_floats(const Kernels& kern, std::size_t k, std::size_
 // the threads splitting the panels of each block.
 void gemm_prepack_b(const Kernels& kern, int threads, std::size_t k, std::size_t n,
                     const GemmOperand& b, float* dst);
-// The loop gemm_prepacked runs (matmul/gemm.cpp, gemm_prepacked_loop): the prefetching tile over
-// each sliver with A in place (few rows of a row-major A), op(A) packed whole per KC block and run
-// over each sliver, or the Goto loop nest. Never on the thread count.
+// The loop gemm_prepacked runs (matmul/gemm_path.cpp, gemm_prepacked_loop): the prefetching tile
+// over each sliver with A in place (few rows of a row-major A), op(A) packed whole per KC block and
+// run over each sliver, or the Goto loop nest. Never on the thread count.
 enum class PrepackedLoop { rows, streamed, packed };
 PrepackedLoop gemm_prepacked_loop(const Kernels& kern, const GemmShape& shape,
                                   const GemmOperand& a);

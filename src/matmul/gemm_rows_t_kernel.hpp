@@ -1,7 +1,7 @@
-// The rows kernel against op(B) = B^T (Kernels::gemm_rows_t, GemmPath::rows in matmul/gemm.cpp):
-// B^T given as n rows of k contiguous floats (row stride ldbt), as a weight matrix stored
-// [out, in] (PyTorch's Linear) is. Each C[i][j] is the dot product of A's row i and B^T's row j,
-// read in memory order, so B is read once.
+// The rows kernel against op(B) = B^T (Kernels::gemm_rows_t, GemmPath::rows in
+// matmul/gemm_path.cpp): B^T given as n rows of k contiguous floats (row stride ldbt), as a weight
+// matrix stored [out, in] (PyTorch's Linear) is. Each C[i][j] is the dot product of A's row i and
+// B^T's row j, read in memory order, so B is read once.
 #pragma once
 
 #include <cstddef>

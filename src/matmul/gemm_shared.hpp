@@ -1,0 +1,36 @@
+// What the GEMM's drivers (matmul/gemm.cpp) and its path rules (matmul/gemm_path.cpp) both read.
+#pragma once
+
+#include <cstddef>
+
+#include "dispatch/cpu.hpp"
+#include "dispatch/kernels.hpp"
+
+namespace attn::detail {
+
+inline constexpr std::size_t kLineBytes = 64;  // a cache line, on every CPU attn tunes for
+
+inline std::size_t round_up(std::size_t x, std::size_t m) {
+  return (x + m - 1) / m * m;
+}
+
+// The table's KC on this CPU (GemmBlocking::kc_large_l2).
+inline std::size_t table_kc(const Kernels& kern) {
+  const GemmBlocking& blk = kern.gemm_blocking;
+  return blk.kc_large_l2 != 0 && cpu_info().l2_bytes >= GemmBlocking::kLargeL2Bytes
+             ? blk.kc_large_l2
+             : blk.kc;
+}
+
+// gemm_path gives a product with fewer rows than this the no-packing tiles wherever they would
+// be its path on some CPU (row-major A, k <= 1024, B within half of L2; gemm_path.cpp says what
+// was measured), so one_direct_tile (gemm.cpp) needs no CpuInfo to know its answer.
+inline constexpr std::size_t kMinPackedRows = 64;
+
+// GemmPath::rows (use_rows in gemm_path.cpp says why these sizes): each thread's rows of C
+// accumulate in kRowsAccFloats of scratch (16 KiB), and the threads split C's columns in runs of
+// kRowsColumns.
+inline constexpr std::size_t kRowsAccFloats = 4096;
+inline constexpr std::size_t kRowsColumns = 64;
+
+}  // namespace attn::detail
