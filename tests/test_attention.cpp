@@ -225,7 +225,7 @@ TEST_CASE("attention of few query rows per KV head (decoding and GQA groups) rea
           "[attention][direct]") {
   // Lq * (Hq / Hkv) <= 4 takes the path that computes scores from K rows in place (no K^T pack),
   // 1, 2 or 4 rows per register tile, and P * V by attention_pv_few. 5 to 16 rows take it by
-  // scores_read_k_in_place (attention/attention_fused.cpp), four rows per scores call and P * V
+  // scores_read_k_in_place (attention/attention_plan.cpp), four rows per scores call and P * V
   // by the attention_pv tiles: always up to 6 rows, else where Dk >= 80 (here 80, 128 and 257)
   // or one KV head's K reaches a quarter of L2 (3001 keys from Dk 22 up on a 1 MiB L2, from Dk
   // 44 on 2 MiB); the others pack K. Head dims around every vector width, key counts across tiles
@@ -302,7 +302,7 @@ TEST_CASE("attention of few query rows per KV head (decoding and GQA groups) rea
 }
 
 // One query row per KV head (MHA decoding) runs its keys in tiles of 512 rather than the fused
-// tile's (Plan::key_tile in attention/attention_fused.cpp): key counts around multiples of 512,
+// tile's (Plan::key_tile in attention/attention_plan.hpp): key counts around multiples of 512,
 // every mask kind cutting tiles anywhere. Every third case: a window of the last 301 keys and a
 // boolean mask, with NaN in the V rows of two blocked keys: one just before the window, at or
 // past its first 8-key boundary, so within the first tile read on every ISA (tiles start on K

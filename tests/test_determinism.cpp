@@ -28,7 +28,7 @@ struct Problems {
   // (K read in place; 5 rows are 4 + 1 on one thread, 3 + 2 on two, 2 + 2 + 1 on three, 1 per
   // task on 7: every scores tile), 16 at Dk 40 (K packed tile by tile) under a window of the last
   // 1000 keys, with weights. One task per KV head on one thread, the heads split over tasks on more
-  // (attention_fused.cpp, make_plan).
+  // (attention_plan.cpp, make_plan).
   std::size_t mq_lk = 1500;
   std::vector<float> mq_q = rng.uniform_vec(16 * 128), mq_k = rng.uniform_vec(mq_lk * 128),
                      mq_v = rng.uniform_vec(mq_lk * 64);

@@ -105,7 +105,7 @@ using PackKtKernel = void (*)(const float* k, std::size_t ldk, std::size_t keys,
 // Scores of a few query rows against keys read in place, for attention whose query rows per KV
 // head are too few to repay packing K (decoding): s[r * lds + j] = scale * sum_x q[r * ldq + x] *
 // k[j * ldk + x] for r < rows, j < keys, in groups of kDirectRows rows (each group reads K again:
-// Plan::direct_k takes up to a query tile's bq rows, attention/attention_fused.cpp). With dk == 0
+// Plan::direct_k takes up to a query tile's bq rows, attention/attention_plan.cpp). With dk == 0
 // the scores are 0 (q and k may then be null).
 //
 // Decoding streams K and V from memory once, so the kernel's first group of rows also prefetches
