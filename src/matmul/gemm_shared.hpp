@@ -22,9 +22,9 @@ inline std::size_t table_kc(const Kernels& kern) {
              : blk.kc;
 }
 
-// gemm_path gives a product with fewer rows than this the no-packing tiles wherever they would
-// be its path on some CPU (row-major A, k <= 1024, B within half of L2; gemm_path.cpp says what
-// was measured), so one_direct_tile (gemm.cpp) needs no CpuInfo to know its answer.
+// A product with fewer rows than this, a row-major A, k <= 1024 and B within half of L2 takes the
+// no-packing tiles on every CPU unless an earlier rule of gemm_path claims it (gemm_path.cpp says
+// what was measured); one_direct_tile (gemm.cpp) relies on that.
 inline constexpr std::size_t kMinPackedRows = 64;
 
 // GemmPath::rows (use_rows in gemm_path.cpp says why these sizes): each thread's rows of C
