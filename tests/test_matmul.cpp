@@ -198,12 +198,12 @@ TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[mat
   // On AVX-512 where L2 does not feed in-place B reads (Intel: CpuInfo::l2_feeds_in_place_b), a
   // row-major A with m >= 64, n > 64, k <= 1024, B between L1 and half of L2 (or within L1 with n
   // a multiple of 64), A within half of L2 and C within L2 takes GemmPath::wide_panels
-  // (matmul/gemm.cpp): op(B) packed into 64-column panels, the 6 x 64 tile's assembly loop on
-  // A's rows in place. Other CPUs and ISAs run these shapes on their usual paths. B is at least
-  // 52 KiB in the first 7 cases (over a 48 KiB L1), 16-32 KiB in the last 2. Last row blocks of
-  // 4, 5, 2, 1, 4, 4, 5, 4 and 1 rows; last panels of 5, 2, 0, 1, 36, 40, 16, 0 and 0 columns;
-  // k < 32 (the loop's tail alone), 32, 33 (one step before the tail), 100, 520 (groups of 8);
-  // alpha 1 with beta 0 or 1 (C written from the registers), other alpha and beta (through
+  // (chosen in matmul/gemm_path.cpp): op(B) packed into 64-column panels, the 6 x 64 tile's
+  // assembly loop on A's rows in place. Other CPUs and ISAs run these shapes on their usual paths.
+  // B is at least 52 KiB in the first 7 cases (over a 48 KiB L1), 16-32 KiB in the last 2. Last row
+  // blocks of 4, 5, 2, 1, 4, 4, 5, 4 and 1 rows; last panels of 5, 2, 0, 1, 36, 40, 16, 0 and 0
+  // columns; k < 32 (the loop's tail alone), 32, 33 (one step before the tail), 100, 520 (groups of
+  // 8); alpha 1 with beta 0 or 1 (C written from the registers), other alpha and beta (through
   // store_tile); strides past the row; threads 1, 2 and 3 bit-identical.
   const Case cases[] = {
       {64, 197, 67, Transpose::no, Transpose::yes, 1.0f, 0.0f, 0},
@@ -221,8 +221,8 @@ TEST_CASE("matmul: B packed into the wide tile's panels, A read in place", "[mat
 
 TEST_CASE("matmul: a few rows against a B or B^T read in memory order", "[matmul]") {
   // m <= 4 (Kernels::gemm_rows_max) with A row-major and n wider than one no-packing tile takes
-  // GemmPath::rows (matmul/gemm.cpp) on the SIMD ISAs. With B row-major, the rows kernel reads B
-  // row after row, 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes; for
+  // GemmPath::rows (matmul/gemm_path.cpp) on the SIMD ISAs. With B row-major, the rows kernel reads
+  // B row after row, 4 rows per pass (2 for 3 or 4 rows where a vector has fewer than 16 lanes; for
   // one row, passes of 16 rows on AVX-512 and 8 on AVX2 first, unless ldb is a multiple of 512
   // floats), then single rows for the rest of k, into blocks of at most 4096 / m columns (rounded
   // down to 64) of scratch, of equal widths; the threads split the columns in runs of 64. 5 to 8
@@ -334,7 +334,7 @@ TEST_CASE("matmul: A B^T by dot products with A's rows copied to B^T's phase", "
   // GemmPath::rows against a B^T copies A's rows to the thread's scratch, each as far past a
   // cache line as B^T's rows lie past a vector boundary (their phase, where they share one),
   // where A's rows lie otherwise and the copy fits the scratch (rows_t_copies_a in
-  // matmul/gemm.cpp). B^T starts 0 or 4 floats past a line; A's view starts 0, 1 and 4 floats
+  // matmul/gemm_path.cpp). B^T starts 0 or 4 floats past a line; A's view starts 0, 1 and 4 floats
   // into a buffer on a line with a row stride of k, k + 1 and a multiple of 16 floats;
   // 1 x 4000 x 300 and 4 x 1700 x 300 (no shared phase on 16 or 8 lanes), 1 x 4000 x 304 and
   // 4 x 1700 x 304 (phase 4 on 16 and 8 lanes: A copied where off it), 4 x 700 x 1100 (4 rows of
@@ -477,8 +477,8 @@ TEST_CASE("matmul: gemm_one_tile serves one no-packing tile and nothing else", "
 
 TEST_CASE("matmul: 5 to 48 rows against a large B read in place, its rows prefetched", "[matmul]") {
   // From Kernels::gemm_prefetch_b_min_rows (5; AVX2 9) to 48 rows of a row-major A against a
-  // row-major B over half of L2 take GemmPath::prefetched (matmul/gemm.cpp) on the SIMD ISAs (on
-  // AMD up to Kernels::gemm_prefetch_b_many_rows, AVX-512 192 and AVX2 128, where B's rows are
+  // row-major B over half of L2 take GemmPath::prefetched (matmul/gemm_path.cpp) on the SIMD ISAs
+  // (on AMD up to Kernels::gemm_prefetch_b_many_rows, AVX-512 192 and AVX2 128, where B's rows are
   // not a multiple of 4 KiB apart: gemm_prefetched_max_rows; the 97-, 128- and 192-row cases): the
   // threads split B's column panels (AVX-512 48 wide, AVX2 16, SSE2 8, NEON 12), each panel's rows
   // in near-equal groups of at most 8 (AVX-512, NEON) or 6 (AVX2, SSE2) rows, k in chunks of 256,
@@ -542,7 +542,7 @@ TEST_CASE("matmul: a large B whose rows start past a vector boundary, read in pl
   // GemmPath::prefetched reads B's rows in place; where they all start the same number of floats
   // past a vector boundary (the row stride a whole number of vectors), its first panel is narrower
   // on AVX2 and AVX-512 (up to the next line) so that the later panels' loads do not span two
-  // cache lines (gemm_prefetched_first_panel, matmul/gemm.cpp), and the tile takes as many
+  // cache lines (gemm_prefetched_first_panel, matmul/gemm_path.cpp), and the tile takes as many
   // vectors as a panel's columns need (gemm_prefetch_b). B's view starts 0, 1, 4 (where malloc
   // leaves a large block: 16 bytes past a line), 8 and 12 floats into a buffer on a 64-byte line,
   // with a row stride of 1040 floats (65 lines); n = 1030 columns, so AVX-512's first panel is 48
@@ -602,10 +602,10 @@ TEST_CASE("matmul: the prefetched path's k in one pass where C is beyond L2", "[
   // GemmPath::prefetched runs k in chunks of 256 (every panel per chunk), or all of k in one pass
   // where C is beyond L2, A within half of it and a panel's k rows of B within L2's sets: at most
   // L2 / max(gcd(row bytes, 4096), panel bytes per row) rows (gemm_prefetched_kc,
-  // matmul/gemm.cpp). The rule on this CPU's L2 at each of its edges; then 9 rows (AVX2's first on
-  // the path) of k = 300 against n = L2 / 36 + 29 columns, C just over L2: one pass (a chunk of
-  // 256 and one of 44 before), within the reference's tolerance on every ISA (the path on those
-  // with it), threads 1 and 2 bit-identical. Natively only: under an emulator's 4 MiB L2 the
+  // matmul/gemm_path.cpp). The rule on this CPU's L2 at each of its edges; then 9 rows (AVX2's
+  // first on the path) of k = 300 against n = L2 / 36 + 29 columns, C just over L2: one pass (a
+  // chunk of 256 and one of 44 before), within the reference's tolerance on every ISA (the path on
+  // those with it), threads 1 and 2 bit-identical. Natively only: under an emulator's 4 MiB L2 the
   // product would be 315 M multiply-adds per run (the emulated runs take the chunks in the test
   // above).
   const std::size_t l2 = attn::detail::cpu_info().l2_bytes, m = 9, k = 300;
@@ -642,7 +642,7 @@ TEST_CASE("matmul: the prefetched path's k in one pass where C is beyond L2", "[
 
 TEST_CASE("matmul: few rows against a large B, packed one sliver at a time", "[matmul]") {
   // Where all of op(A)'s rows, packed for one KC block, fit in half of L2 and the packed
-  // KC x NC panel of B would not fit in half of it (GemmPath::streamed, matmul/gemm.cpp), each
+  // KC x NC panel of B would not fit in half of it (GemmPath::streamed, matmul/gemm_path.cpp), each
   // thread packs op(A) whole and B one NR-wide sliver at a time, running every row panel over
   // each sliver; the threads split the column panels. n >= 2100 makes the panel larger than
   // 1 MiB on every ISA's KC (128 on SSE2); on a CPU with a larger L2 these shapes run the Goto
@@ -671,8 +671,8 @@ TEST_CASE("matmul: A B^T with a few dozen rows, computed as its transpose", "[ma
   // A B^T with B^T over half of L2, from one vector of rows (Kernels::gemm_direct_narrow_nr:
   // AVX-512 16, AVX2 8, SSE2 and NEON 4) and more than gemm_rows_t_max (8) to 128, at most a
   // quarter of a vector of idle lanes in the last one, and op(A)^T (k x round_up(m, 16) floats)
-  // within L2, takes GemmPath::c_transposed (matmul/gemm.cpp) on the SIMD ISAs: C^T = B^T op(A)^T
-  // by the no-packing tiles with B^T's rows read in place, op(A)^T transposed once by
+  // within L2, takes GemmPath::c_transposed (matmul/gemm_path.cpp) on the SIMD ISAs: C^T = B^T
+  // op(A)^T by the no-packing tiles with B^T's rows read in place, op(A)^T transposed once by
   // Kernels::gemm_store_t (read in place where op(A) is an A^T), C^T's rows in chunks within half
   // of L1 written to C's columns by gemm_store_t. Cases: one vector (16 rows), 64 rows with n and
   // k odd (a last row block of 5 rows of C^T on AVX-512 and NEON, 1 on AVX2 and SSE2), 60 rows
@@ -828,7 +828,7 @@ TEST_CASE("matmul with k == 0: alpha times the empty sum, as the reference, for 
 TEST_CASE("matmul is bit-identical for any thread count", "[matmul][threads]") {
   // The no-packing path (B^T; where L2 does not feed the no-packing kernels 203 rows have B
   // packed instead, into the wide tile's panels on AVX-512 and by the Goto path elsewhere: see
-  // gemm_path in matmul/gemm.cpp; 61 rows take it on every CPU), and k > 1024: the Goto path,
+  // gemm_path in matmul/gemm_path.cpp; 61 rows take it on every CPU), and k > 1024: the Goto path,
   // rows split among the threads.
   const Case cases[] = {{203, 77, 300, Transpose::no, Transpose::yes, 1.0f, 0.5f, 1},
                         {61, 77, 300, Transpose::no, Transpose::yes, -0.5f, 0.5f, 2},

@@ -36,7 +36,6 @@
 #include "core/checks.hpp"
 #include "core/context_state.hpp"
 #include "core/parallel.hpp"
-#include "dispatch/cpu.hpp"
 
 namespace attn::detail {
 namespace {

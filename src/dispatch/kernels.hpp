@@ -243,8 +243,9 @@ struct Kernels {
   // Up to gemm_sliver_call_rows rows against one sliver of a pre-packed B (ldb = gemm_nr, n <=
   // gemm_nr), B's rows prefetched as gemm_prefetch_b does: gemm_prepacked takes it for at most
   // gemm_sliver_max_rows rows of a row-major A, m <= gemm_sliver_call_rows in one call, more in
-  // near-equal groups of at most gemm_sliver_mr (matmul/gemm_path.cpp). nullptr (and 0) on the
-  // scalar table.
+  // near-equal groups of at most gemm_sliver_mr (the limit: gemm_prepacked_loop in
+  // matmul/gemm_path.cpp; the groups: prefetched_panels in matmul/gemm.cpp). nullptr (and 0) on
+  // the scalar table.
   std::size_t gemm_sliver_max_rows;
   std::size_t gemm_sliver_mr;
   std::size_t gemm_sliver_call_rows;

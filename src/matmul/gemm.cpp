@@ -1,5 +1,6 @@
 // The GEMM's drivers (matmul/gemm.hpp): the loops of each GemmPath and of a pre-packed B, and the
-// scratch each needs. Which path a product takes is decided in matmul/gemm_path.cpp.
+// scratch each needs. Which path a product takes is decided in matmul/gemm_path.cpp, but for
+// one_direct_tile's shortcut and the direct path's choice of tile (use_direct_wide), here.
 #include "matmul/gemm.hpp"
 
 #include <algorithm>
@@ -339,8 +340,8 @@ void gemm_wide_panels(const Kernels& kern, int threads, const GemmShape& s, floa
   });
 }
 
-// GemmPath::streamed (see use_streamed): per thread, op(A)'s rows packed for one KC block
-// (plan.a_floats with MC = all rows) and one sliver of B (KC x NR).
+// GemmPath::streamed (see use_streamed in gemm_path.cpp): per thread, op(A)'s rows packed for one
+// KC block (plan.a_floats with MC = all rows) and one sliver of B (KC x NR).
 std::size_t streamed_a_floats(const Plan& plan, const GemmShape& s) {
   return round_up(round_up(s.m, plan.mr) * plan.kc * plan.copies, 16);
 }
@@ -391,10 +392,10 @@ void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float a
   });
 }
 
-// GemmPath::c_transposed (see use_c_transposed): C^T's rows per thread in chunks whose m
-// columns (row stride c_transposed_ld) fill at most half of L1, a whole number of tiles; op(A)^T
-// transposed into k rows of the same stride (read in place where op(A) is an A^T: k rows of m
-// floats, row stride a.cs).
+// GemmPath::c_transposed (see use_c_transposed in gemm_path.cpp): C^T's rows per thread in chunks
+// whose m columns (row stride c_transposed_ld) fill at most half of L1, a whole number of tiles;
+// op(A)^T transposed into k rows of the same stride (read in place where op(A) is an A^T: k rows of
+// m floats, row stride a.cs).
 std::size_t c_transposed_ld(const GemmShape& s) {
   return round_up(s.m, 16);
 }
@@ -446,8 +447,8 @@ void gemm_c_transposed(const Kernels& kern, int threads, const GemmShape& s, flo
   });
 }
 
-// GemmPath::rows (see use_rows): columns of C in runs of kRowsColumns split among the threads,
-// each thread's run in blocks of its kRowsAccFloats of scratch.
+// GemmPath::rows (see use_rows in gemm_path.cpp): columns of C in runs of kRowsColumns split among
+// the threads, each thread's run in blocks of its kRowsAccFloats of scratch.
 void gemm_rows(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
                const float* bias, float* scratch) {
@@ -577,14 +578,14 @@ void prefetched_panels(GemmDirectKernel kernel, std::size_t nr, std::size_t firs
   });
 }
 
-// GemmPath::prefetched (see use_prefetched): B's row-major panels in place, k in chunks of
-// gemm_prefetched_kc, the first panel as gemm_prefetched_first_panel says. Zen 5, bench/ab-lib
-// (9-11 pairs, time against the same panels from column 0; inputs 16 bytes past a line): AVX-512 16
-// x 2304 x 768 0.986x and 1.000x (4 bytes past: 0.963x), 48 x 768 x 3072 0.981x, 64 x 2304 x 768
-// 0.989x, 128 x 2304 x 768 0.979-0.988x (two threads 0.995x); AVX2 16 x 2304 x 768 0.880x and
-// 0.957x (4 bytes past: 0.943x), 128 x 2304 x 768 0.924-0.929x. The tile's width by the panel's
-// columns (gemm_prefetch_b) on line-aligned inputs: 32 x 784 x 768 (a last panel of 16 columns)
-// 0.967-0.968x.
+// GemmPath::prefetched (see use_prefetched in gemm_path.cpp): B's row-major panels in place, k in
+// chunks of gemm_prefetched_kc, the first panel as gemm_prefetched_first_panel says. Zen 5,
+// bench/ab-lib (9-11 pairs, time against the same panels from column 0; inputs 16 bytes past a
+// line): AVX-512 16 x 2304 x 768 0.986x and 1.000x (4 bytes past: 0.963x), 48 x 768 x 3072 0.981x,
+// 64 x 2304 x 768 0.989x, 128 x 2304 x 768 0.979-0.988x (two threads 0.995x); AVX2 16 x 2304 x 768
+// 0.880x and 0.957x (4 bytes past: 0.943x), 128 x 2304 x 768 0.924-0.929x. The tile's width by the
+// panel's columns (gemm_prefetch_b) on line-aligned inputs: 32 x 784 x 768 (a last panel of 16
+// columns) 0.967-0.968x.
 void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                      const GemmOperand& a, const GemmOperand& b, float beta, float* c,
                      std::size_t ldc, const float* bias) {

@@ -1,7 +1,7 @@
-// Which path a product takes (gemm_path, GemmPath in matmul/gemm.hpp) and the choices the
+// Which path a product takes (gemm_path, GemmPath in matmul/gemm.hpp) and some of the choices the
 // paths make for themselves (GemmPath::prefetched's k chunks and first panel, GemmPath::rows'
 // copy of A, the loop over a pre-packed B), each rule beside the measurements that set it. The
-// drivers that run the paths are in matmul/gemm.cpp.
+// drivers that run the paths are in matmul/gemm.cpp, with the choices that only they make.
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -31,12 +31,12 @@ namespace {
 // 512 x 128 x 64 0.99, 64^3 0.82; 64 columns: the wide tile's 512 x 64 x 512 0.93, and on AVX2
 // 512 x 64 x 512 took 1.06x the time packed (bench/ab). Packed there means
 // GemmPath::wide_panels where the kernel table has the wide tile, A fits in half of L2 and C in
-// L2 (see gemm_wide_panels), else the Goto path (GemmPath::packed), which also takes any other
-// product. A B within L1 takes wide_panels too when n is a multiple of the wide tile's 64
+// L2 (see gemm_wide_panels in gemm.cpp), else the Goto path (GemmPath::packed), which also takes
+// any other product. A B within L1 takes wide_panels too when n is a multiple of the wide tile's 64
 // columns (bench/ab-lib against the no-packing path, 21 pairs: A B^T 128 x 128 x 64 0.960x the
 // time, 512 x 128 x 64 0.953x, A B 64 x 128 x 32 0.910x; two identical builds read 0.985-1.005x
 // on such shapes), not otherwise: the padded last panel cost more than it saved (n = 160 1.152x,
-// n = 112 1.034x, n = 96 1.313x).
+// n = 112 1.034x, n = 96 1.313x). (kMinPackedRows: matmul/gemm_shared.hpp.)
 constexpr std::size_t kMaxInPlaceCols = 64;
 
 // GemmPath::streamed: few rows of A against a B whose packed KC x n panel would not fit in half
@@ -295,13 +295,13 @@ GemmPath gemm_path(const Kernels& kern, const GemmShape& s, const GemmOperand& a
 // GemmPath::prefetched's first panel (gemm.hpp): where all of B's rows start the same number of
 // floats past a vector boundary, a narrower first panel puts every later panel's rows on one, so
 // that a tile's vector loads do not each span two cache lines (GemmPath::direct's wide tile copies
-// its B for the same reason: see wide_b_in_place). A B in a large block from malloc or
+// its B for the same reason: see wide_b_in_place in gemm.cpp). A B in a large block from malloc or
 // std::vector (glibc maps those) sits 16 bytes past a 64-byte line. Panels are whole vectors wide
 // (nr floats), so `first` below nr leaves later panels on vector boundaries, and with AVX2's 16
 // columns and AVX-512's 48 on lines where the row stride is a whole number of lines. Not for
 // 16-byte vectors (SSE2, NEON), of which at most one in four spans two lines (SSE2 on Zen 5, B 4
-// bytes past a line: 16 x 2304 x 768 took 1.039x the time). Measured: see gemm_prefetched.
-// Returns 0 on a table with no gemm_prefetch_b (scalar).
+// bytes past a line: 16 x 2304 x 768 took 1.039x the time). Measured: see gemm_prefetched in
+// gemm.cpp. Returns 0 on a table with no gemm_prefetch_b (scalar).
 std::size_t gemm_prefetched_first_panel(const Kernels& kern, const GemmOperand& b) {
   const std::size_t nr = kern.gemm_prefetch_b_nr;
   constexpr std::size_t kMinVectorBytes = 32;

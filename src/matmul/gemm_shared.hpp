@@ -1,4 +1,5 @@
-// What the GEMM's drivers (matmul/gemm.cpp) and its path rules (matmul/gemm_path.cpp) both read.
+// What the GEMM's drivers (matmul/gemm.cpp) and its path rules (matmul/gemm_path.cpp) share: the
+// helpers and constants both read, and the rows path's scratch layout that the rules describe.
 #pragma once
 
 #include <cstddef>
