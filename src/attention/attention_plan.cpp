@@ -12,10 +12,6 @@
 namespace attn::detail {
 namespace {
 
-std::size_t round_up(std::size_t x, std::size_t m) {
-  return (x + m - 1) / m * m;
-}
-
 // Scratch for the output accumulators of one task's heads.
 constexpr std::size_t kHeadStateBudget = 256 * 1024;
 // Packed K (and V) of the (batch, KV head) groups processed between two barriers.

@@ -7,13 +7,10 @@
 #include <cstddef>
 
 #include "attention/attention_driver.hpp"
+#include "core/checks.hpp"
 #include "dispatch/kernels.hpp"
 
 namespace attn::detail {
-
-inline std::size_t div_up(std::size_t x, std::size_t m) {
-  return (x + m - 1) / m;
-}
 
 struct Plan {
   std::size_t mr, nr, bq, bk;

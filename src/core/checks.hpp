@@ -98,6 +98,13 @@ inline std::size_t sat_add(std::size_t a, std::size_t b) {
   std::size_t r;
   return add_ok(a, b, &r) ? r : SIZE_MAX;
 }
+// x / m rounded up, and x rounded up to a multiple of m, for sizes that cannot wrap (m > 0).
+inline std::size_t div_up(std::size_t x, std::size_t m) {
+  return (x + m - 1) / m;
+}
+inline std::size_t round_up(std::size_t x, std::size_t m) {
+  return (x + m - 1) / m * m;
+}
 // x rounded up to a multiple of m; SIZE_MAX (a saturated size) and sizes that would wrap stay
 // SIZE_MAX.
 inline std::size_t sat_round_up(std::size_t x, std::size_t m) {

@@ -4,16 +4,13 @@
 
 #include <cstddef>
 
+#include "core/checks.hpp"
 #include "dispatch/cpu.hpp"
 #include "dispatch/kernels.hpp"
 
 namespace attn::detail {
 
 inline constexpr std::size_t kLineBytes = 64;  // a cache line, on every CPU attn tunes for
-
-inline std::size_t round_up(std::size_t x, std::size_t m) {
-  return (x + m - 1) / m * m;
-}
 
 // The table's KC on this CPU (GemmBlocking::kc_large_l2).
 inline std::size_t table_kc(const Kernels& kern) {
