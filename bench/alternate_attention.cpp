@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "affinity.hpp"
 #include "attn/reference.hpp"
 #include "bench.hpp"
 #include "peak.hpp"
@@ -17,6 +18,9 @@
 
 namespace attn_bench {
 namespace {
+
+// The most CPUs that get a pinned one-thread baseline each (above, one unpinned baseline).
+constexpr std::size_t kMaxPinnedBaselines = 8;
 
 struct AttentionSpec {
   std::size_t batch = 0, heads = 0, n = 0, d = 0;
@@ -107,7 +111,19 @@ int run_alternate_attention(const std::string& spec, int pairs, attn::Isa isa) {
   all.emplace_back(std::string("bidirectional ") + attn::isa_name(isa),
                    [&] { call(ctx, out_bi, {}); });
   all.emplace_back("causal", [&] { call(ctx, out_causal, causal); });
-  if (s.threads > 1) all.emplace_back("bidirectional, 1 thread", [&] { call(one, out_one, {}); });
+  // On more threads, the speed-up over one thread: where the process may run on 2 to
+  // kMaxPinnedBaselines CPUs, one baseline pinned to each (a guest's vCPUs can run this call 10%
+  // apart, and an unpinned baseline lands on either); else one wherever the OS runs it.
+  std::vector<int> cpus;
+  if (s.threads > 1) {
+    cpus = allowed_cpus();
+    if (cpus.size() < 2 || cpus.size() > kMaxPinnedBaselines) cpus.clear();
+    if (cpus.empty()) all.emplace_back("bidirectional, 1 thread", [&] { call(one, out_one, {}); });
+    for (const int cpu : cpus) {
+      all.emplace_back("1 thread on CPU " + std::to_string(cpu), [&] { call(one, out_one, {}); });
+      all.back().cpu = cpu;
+    }
+  }
   // Every contender's result is checked once, at rows spread over the batch, heads and positions.
   for (auto& x : all)
     x.run();
@@ -163,6 +179,19 @@ int run_alternate_attention(const std::string& spec, int pairs, attn::Isa isa) {
                          : (std::to_string(s.threads) + " threads over 1").c_str());
     }
     std::printf("\n");
+  }
+  if (cpus.size() >= 2) {
+    // Per round, the mean of the pinned baselines' ratios: the threads' speed-up over the mean
+    // of the CPUs' one-thread times.
+    std::vector<double> mean;
+    for (std::size_t r = 0; r < all[2].ratios.size(); ++r) {
+      double sum = 0.0;
+      for (std::size_t i = 2; i < all.size(); ++i)
+        sum += all[i].ratios[r];
+      mean.push_back(sum / double(all.size() - 2));
+    }
+    std::printf("%d threads over 1 on the mean of the %zu CPUs' times: %.3fx (%.3f-%.3f)\n",
+                s.threads, cpus.size(), median(mean), quantile(mean, 0.25), quantile(mean, 0.75));
   }
   print_probe_share(share, probe, "bidirectional", s.threads);
   if (s.threads > 1 && flop_bi < 2e6) {

@@ -60,6 +60,7 @@ const char* kUsage =
     "                 and (on THREADS > 1) one thread in alternating batches, --pairs=N\n"
     "                 rounds: causal's and the threads' median speed-ups, and bidirectional's\n"
     "                 median fraction of the probe (issue 5's targets, seconds apart).\n"
+    "                 On 2-8 allowed CPUs the one-thread baseline runs pinned to each.\n"
     "  ATTN_ISA=<isa>  run <isa> as the default and leave out the ISAs above it.\n"
     "\n"
     "Counters: FLOP or elem (rates per second of the benchmark thread's CPU time), peak% (of the\n"

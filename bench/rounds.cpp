@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "affinity.hpp"
 #include "bench.hpp"
 
 namespace attn_bench {
@@ -14,6 +15,8 @@ using Clock = std::chrono::steady_clock;
 
 // Seconds per call over a batch of `calls`.
 double time_calls(Contender& c, int calls) {
+  const ScopedPin pin(c.cpu);
+  if (c.cpu >= 0) c.run();
   const auto t0 = Clock::now();
   for (int i = 0; i < calls; ++i)
     c.run();

@@ -18,6 +18,9 @@ struct Contender {
   Contender(std::string n, std::function<void()> f) : name(std::move(n)), run(std::move(f)) {}
   std::string name;
   std::function<void()> run;
+  // >= 0: each of its batches runs with the calling thread pinned to this CPU (affinity.hpp),
+  // after one call outside the timing (the move leaves the CPU's caches cold).
+  int cpu = -1;
   std::vector<double> seconds;  // per call, one entry per counted batch
   std::vector<double> ratios;   // this batch's time over the adjacent batch of the first contender
 };
