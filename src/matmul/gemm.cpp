@@ -13,7 +13,7 @@
 namespace attn::detail {
 namespace {
 
-struct Plan {
+struct GemmPlan {
   std::size_t mr, nr, mc, kc, nc;
   std::size_t copies;    // of each A value in the panels (Kernels::gemm_a_copies)
   std::size_t a_floats;  // per thread: packed MC x KC block of A, times copies
@@ -33,8 +33,8 @@ std::size_t table_mc(const Kernels& kern) {
                                                                       : blk.mc;
 }
 
-Plan make_plan(const Kernels& kern, const GemmShape& s, int threads) {
-  Plan p;
+GemmPlan make_plan(const Kernels& kern, const GemmShape& s, int threads) {
+  GemmPlan p;
   p.mr = kern.gemm_mr;
   p.nr = kern.gemm_nr;
   const GemmBlocking& blk = kern.gemm_blocking;
@@ -57,7 +57,7 @@ Plan make_plan(const Kernels& kern, const GemmShape& s, int threads) {
 
 // Packs rows [i0, i0 + mc) x cols [p0, p0 + kc) of op(A) into MR-row panels: panel r holds
 // a[(p * MR + i) * copies + c]; rows past m are zero. a.cs == 1 or a.rs == 1 (GemmOperand).
-void pack_a(const Kernels& kern, const Plan& plan, const GemmOperand& a, std::size_t i0,
+void pack_a(const Kernels& kern, const GemmPlan& plan, const GemmOperand& a, std::size_t i0,
             std::size_t mc, std::size_t p0, std::size_t kc, float* dst) {
   const std::size_t mr = plan.mr, copies = plan.copies;
   for (std::size_t ir = 0; ir < mc; ir += mr, dst += mr * kc * copies) {
@@ -74,7 +74,7 @@ void pack_a(const Kernels& kern, const Plan& plan, const GemmOperand& a, std::si
 // Packs rows [p0, p0 + kc) x the column panels [panel_begin, panel_end) of op(B) restricted to
 // columns [j0, j0 + nc): panel jp holds b[p * NR + j]; columns past n are zero. b.cs == 1 or
 // b.rs == 1 (GemmOperand).
-void pack_b(const Kernels& kern, const Plan& plan, const GemmOperand& b, std::size_t p0,
+void pack_b(const Kernels& kern, const GemmPlan& plan, const GemmOperand& b, std::size_t p0,
             std::size_t kc, std::size_t j0, std::size_t nc, std::size_t panel_begin,
             std::size_t panel_end, float* panels) {
   const std::size_t nr = plan.nr;
@@ -342,7 +342,7 @@ void gemm_wide_panels(const Kernels& kern, int threads, const GemmShape& s, floa
 
 // GemmPath::streamed (see use_streamed in gemm_path.cpp): per thread, op(A)'s rows packed for one
 // KC block (plan.a_floats with MC = all rows) and one sliver of B (KC x NR).
-std::size_t streamed_a_floats(const Plan& plan, const GemmShape& s) {
+std::size_t streamed_a_floats(const GemmPlan& plan, const GemmShape& s) {
   return round_up(round_up(s.m, plan.mr) * plan.kc * plan.copies, 16);
 }
 
@@ -352,7 +352,7 @@ std::size_t streamed_a_floats(const Plan& plan, const GemmShape& s) {
 void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                    const GemmOperand& a, const GemmOperand& b, float beta, float* c,
                    std::size_t ldc, const float* bias, float* scratch, const float* prepacked) {
-  const Plan plan = make_plan(kern, s, 1);
+  const GemmPlan plan = make_plan(kern, s, 1);
   const std::size_t a_floats = streamed_a_floats(plan, s);
   const std::size_t sliver_floats =
       prepacked ? 0 : round_up(plan.kc * plan.nr, 16);  // keeps buffers aligned
@@ -604,7 +604,7 @@ void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float
 void gemm_packed(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                  const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
                  const float* bias, float* scratch, const float* prepacked) {
-  const Plan plan = make_plan(kern, s, threads);
+  const GemmPlan plan = make_plan(kern, s, threads);
   float* b_buf = scratch;
   float* thread_bufs = b_buf + (prepacked ? 0 : plan.b_floats);
   const std::size_t n_padded = round_up(s.n, plan.nr);
@@ -717,11 +717,11 @@ std::size_t gemm_path_scratch_bytes(const Kernels& kern, GemmPath path, int thre
     return static_cast<std::size_t>(threads) * kRowsAccFloats * sizeof(float);
   }
   if (path == GemmPath::streamed) {
-    const Plan p = make_plan(kern, shape, 1);
+    const GemmPlan p = make_plan(kern, shape, 1);
     return static_cast<std::size_t>(threads) *
            (streamed_a_floats(p, shape) + round_up(p.kc * p.nr, 16)) * sizeof(float);
   }
-  const Plan p = make_plan(kern, shape, threads);
+  const GemmPlan p = make_plan(kern, shape, threads);
   const std::size_t per_thread = p.a_floats * sizeof(float);
   return p.b_floats * sizeof(float) + static_cast<std::size_t>(threads) * per_thread;
 }
@@ -791,7 +791,7 @@ std::size_t gemm_prepacked_floats(const Kernels& kern, std::size_t k, std::size_
 
 void gemm_prepack_b(const Kernels& kern, int threads, std::size_t k, std::size_t n,
                     const GemmOperand& b, float* dst) {
-  const Plan plan = make_plan(kern, GemmShape{1, n, k}, 1);
+  const GemmPlan plan = make_plan(kern, GemmShape{1, n, k}, 1);
   const std::size_t n_panels = (n + plan.nr - 1) / plan.nr;
   run_parallel(effective_threads(threads, GemmShape{1, n, k}), [&](int t, int nt) {
     std::size_t pb, pe;
