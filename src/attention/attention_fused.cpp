@@ -29,6 +29,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <new>
 
 #include "attention/attention_driver.hpp"
 #include "attention/attention_plan.hpp"
@@ -36,6 +37,7 @@
 #include "core/checks.hpp"
 #include "core/context_state.hpp"
 #include "core/parallel.hpp"
+#include "core/stealable_range.hpp"
 
 namespace attn::detail {
 namespace {
@@ -100,8 +102,14 @@ struct Work {
   FiniteRows* v_finite;  // the thread's, outside the scratch
 };
 
+// Thread t's block of the scratch: its StealableRange (which other threads read), then its Work.
+StealableRange* thread_range(const Plan& p, char* thread_base, std::size_t t) {
+  return reinterpret_cast<StealableRange*>(thread_base + t * p.per_thread_bytes);
+}
+
 Work carve_work(const Plan& p, void* base, FiniteRows* v_finite) {
   ScratchCarver c(base);
+  c.take_bytes(sizeof(StealableRange));
   Work w;
   w.q = c.take<float>(p.q_floats);
   w.kt = c.take<float>(p.kt_floats);
@@ -826,12 +834,37 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
     return GroupPack{base, d.len_k ? row_ptr(call.v, b, kvh, 0) : nullptr,
                      static_cast<std::size_t>(call.v.strides[2])};
   };
+  // Work stealing where batches of groups follow one another only across a barrier (otherwise a
+  // thief still in one batch could take an index of the next batch's range as its own batch's).
+  const bool may_steal =
+      threads > 1 && (p.groups_per_batch >= p.groups || pack_items > 0 || p.k_chunks > 1);
+  if (may_steal) {
+    for (int t = 0; t < threads; ++t)
+      new (thread_range(p, thread_base, static_cast<std::size_t>(t))) StealableRange();
+  }
   run_parallel(threads, [&](int t, int nt) {
     FiniteRows v_finite;
     const Work w =
         carve_work(p, thread_base + static_cast<std::size_t>(t) * p.per_thread_bytes, &v_finite);
     for (std::size_t g0 = 0; g0 < p.groups; g0 += p.groups_per_batch) {
       const std::size_t ng = std::min(p.groups_per_batch, p.groups - g0);
+      // Contiguous task ranges (each thread keeps to a few groups, whose packed K stays in its
+      // L2) of equal work: a task's cost is the span of keys its rows may attend, which grows
+      // with the query tile under a causal mask. The first batch's ranges start unset, and a
+      // thief arms the range of a thread that has not started (a worker that woke late); a later
+      // batch's are all taken when its owner resets it (barriers separate the batches).
+      const std::size_t tasks = ng * p.tasks_per_group;
+      std::size_t task_begin, task_end;
+      balanced_range(p, call, g0, tasks, t, nt, &task_begin, &task_end);
+      const bool stealing = may_steal && nt == threads && tasks <= StealableRange::kMaxEnd;
+      if (stealing) {
+        StealableRange* own = thread_range(p, thread_base, static_cast<std::size_t>(t));
+        if (g0 == 0) {
+          own->arm(task_begin, task_end);
+        } else {
+          own->reset(task_begin, task_end);
+        }
+      }
       // 1. Pack K^T (and V) of the batch's groups: items are K panels, then V rows.
       std::size_t begin, end;
       static_range(ng * pack_items, t, nt, &begin, &end);
@@ -860,13 +893,13 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
         item = gi * pack_items + stop;
       }
       if (pack_items > 0) barrier(nt);  // none packed (one pass, V in place): none to wait for
-      // 2. The tasks of the batch's groups.
-      const std::size_t tasks = ng * p.tasks_per_group;
-      // Contiguous task ranges (each thread keeps to a few groups, whose packed K stays in its
-      // L2) of equal work: a task's cost is the span of keys its rows may attend, which grows
-      // with the query tile under a causal mask.
-      balanced_range(p, call, g0, tasks, t, nt, &begin, &end);
-      for (std::size_t task = begin; task < end; ++task) {
+      // 2. The tasks of the batch's groups: each thread's own range, then, once that is done,
+      // the last task of another thread's while the tasks before it in that range cost at
+      // least as much (so that, at equal speeds, the thief does not finish last). A task's
+      // bits do not depend on the thread that runs it. A thread whose core runs slower (a
+      // guest's vCPU sharing its core, a hybrid CPU's efficient cores) no longer sets the
+      // call's time alone: bench/RESULTS.md, fifty-fifth session.
+      const auto run_task = [&](std::size_t task) {
         const std::size_t g = g0 + task / p.tasks_per_group;
         const Task job(kern, p, call, w, task_index(p, d.heads_kv, g, task % p.tasks_per_group),
                        group_pack(g, g0));
@@ -875,6 +908,32 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
         } else {
           job.run_fused(p.k_chunks > 1 ? partials + task * partial_floats : nullptr);
         }
+      };
+      if (stealing) {
+        std::size_t task;
+        StealableRange* own = thread_range(p, thread_base, static_cast<std::size_t>(t));
+        while (own->take_front(&task))
+          run_task(task);
+        const auto worth = [&](std::size_t front, std::size_t back) {
+          const std::size_t last = task_cost(p, call, g0, back - 1);
+          std::size_t before = 0;
+          for (std::size_t i = front; i + 1 < back && before < last; ++i)
+            before += task_cost(p, call, g0, i);
+          return before >= last;
+        };
+        for (int v = (t + 1) % nt; v != t; v = (v + 1) % nt) {
+          StealableRange* other = thread_range(p, thread_base, static_cast<std::size_t>(v));
+          if (other->unset()) {
+            std::size_t vb, ve;
+            balanced_range(p, call, g0, tasks, v, nt, &vb, &ve);
+            other->arm(vb, ve);
+          }
+          while (other->take_back(&task, worth))
+            run_task(task);
+        }
+      } else {
+        for (std::size_t task = task_begin; task < task_end; ++task)
+          run_task(task);
       }
       if (p.k_chunks > 1) {
         barrier(nt);

@@ -7,6 +7,7 @@
 
 #include "core/checks.hpp"
 #include "core/context_state.hpp"
+#include "core/stealable_range.hpp"
 #include "dispatch/cpu.hpp"
 
 namespace attn::detail {
@@ -194,8 +195,10 @@ Plan make_plan(const Kernels& kern, const AttentionCall& call, int threads) {
   p.s_floats = p.bq * p.bk;
   p.o_floats = sat_mul(slots, p.dv_pad);
   p.row_floats = slots;
-  std::size_t bytes = sat_add(ScratchCarver::rounded(sat_mul(p.q_floats, 4)),
-                              ScratchCarver::rounded(sat_mul(p.o_floats, 4)));
+  // The thread's StealableRange (attention_fused.cpp), then its Work.
+  std::size_t bytes = sat_add(ScratchCarver::rounded(sizeof(StealableRange)),
+                              ScratchCarver::rounded(sat_mul(p.q_floats, 4)));
+  bytes = sat_add(bytes, ScratchCarver::rounded(sat_mul(p.o_floats, 4)));
   bytes = sat_add(bytes, ScratchCarver::rounded(sat_mul(p.kt_floats, 4)));
   bytes = sat_add(bytes, ScratchCarver::rounded(p.s_floats * 4) +
                              3 * ScratchCarver::rounded(p.row_floats * 4) +
