@@ -4,7 +4,8 @@
 // whose entries are consecutive. Both ends live in one 64-bit atomic, so every take is one
 // compare-and-swap and no index is ever taken twice. Which thread runs an index then depends on
 // timing: a caller must make each task's result independent of the thread that runs it and of
-// the tasks that thread ran before (attention_fused.cpp: every task writes only its own rows).
+// the tasks that thread ran before (attention_fused.cpp: every task writes only its own rows,
+// and all a thread keeps between tasks is which V rows it found finite, a fact, not a result).
 #pragma once
 
 #include <atomic>
@@ -31,7 +32,8 @@ class alignas(64) StealableRange {  // a line of its own: owners and thieves wri
   bool unset() const noexcept { return bits_.load(std::memory_order_relaxed) == kUnset; }
 
   // [begin, end), begin <= end <= kMaxEnd, whatever the range held. Only where no other thread
-  // takes from this range at the same time, or where all of its indices have been taken.
+  // can take from this range until it sees the reset (across a barrier): a thief that read the
+  // old range could otherwise take from a new range equal to it.
   void reset(std::size_t begin, std::size_t end) noexcept {
     bits_.store(pack(begin, end), std::memory_order_relaxed);
   }
