@@ -857,8 +857,8 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
       std::size_t task_begin, task_end;
       balanced_range(p, call, g0, tasks, t, nt, &task_begin, &task_end);
       const bool stealing = may_steal && nt == threads && tasks <= StealableRange::kMaxEnd;
+      StealableRange* own = thread_range(p, thread_base, static_cast<std::size_t>(t));
       if (stealing) {
-        StealableRange* own = thread_range(p, thread_base, static_cast<std::size_t>(t));
         if (g0 == 0) {
           own->arm(task_begin, task_end);
         } else {
@@ -911,7 +911,6 @@ void attention_run(const Kernels& kern, int threads, const AttentionCall& call, 
       };
       if (stealing) {
         std::size_t task;
-        StealableRange* own = thread_range(p, thread_base, static_cast<std::size_t>(t));
         while (own->take_front(&task))
           run_task(task);
         const auto worth = [&](std::size_t front, std::size_t back) {
