@@ -72,16 +72,16 @@ void pack_a(const Kernels& kern, const GemmPlan& plan, const GemmOperand& a, std
 }
 
 // Packs rows [p0, p0 + kc) x the column panels [panel_begin, panel_end) of op(B) restricted to
-// columns [j0, j0 + nc): panel jp holds b[p * NR + j]; columns past n are zero. b.cs == 1 or
-// b.rs == 1 (GemmOperand).
+// columns [j0, j0 + nc): panel jp, at panels + jp * panel_stride, holds b[p * NR + j]; columns
+// past n are zero. b.cs == 1 or b.rs == 1 (GemmOperand).
 void pack_b(const Kernels& kern, const GemmPlan& plan, const GemmOperand& b, std::size_t p0,
             std::size_t kc, std::size_t j0, std::size_t nc, std::size_t panel_begin,
-            std::size_t panel_end, float* panels) {
+            std::size_t panel_end, float* panels, std::size_t panel_stride) {
   const std::size_t nr = plan.nr;
   for (std::size_t jp = panel_begin; jp < panel_end; ++jp) {
     const std::size_t jr = jp * nr;
     const std::size_t cols = std::min(nr, nc - jr);
-    float* dst = panels + jp * nr * kc;
+    float* dst = panels + jp * panel_stride;
     const float* src = b.data + p0 * b.rs + (j0 + jr) * b.cs;
     if (b.cs == 1) {  // row-major B: NR contiguous values per k
       kern.gemm_pack_b_rows(src, b.rs, cols, kc, dst);
@@ -378,7 +378,7 @@ void gemm_streamed(const Kernels& kern, int threads, const GemmShape& s, float a
         if (prepacked) {
           bp = prepacked + pc * n_padded + jp * plan.nr * kc;
         } else {
-          pack_b(kern, plan, b, pc, kc, j0, s.n - j0, 0, 1, sliver);
+          pack_b(kern, plan, b, pc, kc, j0, s.n - j0, 0, 1, sliver, 0);
         }
         for (std::size_t ir = 0; ir < s.m; ir += plan.mr) {
           const L2Prefetch next =
@@ -601,6 +601,29 @@ void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float
 
 // GemmPath::packed: the Goto loop nest, op(B) packed per KC x NC block into `scratch` or, with
 // `prepacked` (gemm_prepack_b's layout), read from there.
+//
+// Threads split C one of two ways. By rows (the default): each thread packs its share of the B
+// panels into the shared buffer, all wait, then each packs its own row blocks of A and runs them
+// against every panel, and all wait again before the next KC x NC block overwrites the panels.
+// By columns (own_columns): each thread packs only its own panels and runs every row block of A
+// against them, so no thread reads the panels another packed and only a new NC block needs a
+// barrier; the price is that each thread packs all of A, not its share. perf of 512^3 on two
+// threads by rows: packing B 9.1% of the samples (one thread at 1024^3: 2.1%), the barriers'
+// spinning 6.1%, packing A 2.0%. Zen 5, two threads, bench/ab-lib (AB_LIB_OFFSET=16, 11 pairs,
+// bit-identical), time by columns over by rows: AVX-512 512^3 0.948x, 640^3 0.932x, 864^3
+// 0.985x, 512 x 768 x 768 0.926x, 512 x 2304 x 768 0.958x, 768 x 3072 x 768 0.967x, 896 x 2304
+// x 768 0.974x (three runs), 1024 x 4096 x 768 0.966x, 768^3 0.999x; 1024 x 2304 x 768 1.009x,
+// 0.979x, 0.949x and 1024^3 1.013x, 1.003x, 1.019x, 0.981x, 0.975x (the hour moves them); but
+// 1536 x 2304 x 768 1.013x and 1.003x, 2048 x 2304 x 768 1.028x, 2048^3 1.007x, so rows beyond
+// kOwnColumnsMaxRows keep the split by rows (AVX2, whose kernel takes twice as long per packed
+// value, gained there too: 512^3 0.908x, 1024^3 0.989x, 2048 x 2304 x 768 0.969x). Only m <= n
+// was measured (m > n: 2048 x 512 x 512 1.05x by columns, a /tmp harness) and only on two
+// threads: with more, every thread still packs all of A for fewer panels of its own, a trade
+// this 2-CPU machine cannot measure, so they split by rows. At least kOwnColumnsMinPanels panels
+// a thread, so that each packed block of A serves several.
+constexpr std::size_t kOwnColumnsMinPanels = 4;
+constexpr std::size_t kOwnColumnsMaxRows = 1024;
+
 void gemm_packed(const Kernels& kern, int threads, const GemmShape& s, float alpha,
                  const GemmOperand& a, const GemmOperand& b, float beta, float* c, std::size_t ldc,
                  const float* bias, float* scratch, const float* prepacked) {
@@ -621,9 +644,62 @@ void gemm_packed(const Kernels& kern, int threads, const GemmShape& s, float alp
 
   run_parallel(threads, [&](int tid, int nt) {
     float* a_buf = thread_bufs + static_cast<std::size_t>(tid) * plan.a_floats;
+    // Row block ib: its share of the MR-row panels (blocks differ by at most one panel, so
+    // threads that own equally many blocks own equally many rows, give or take MR).
+    const auto block_rows = [&](std::size_t ib, std::size_t* ic, std::size_t* mc) {
+      std::size_t p0, p1;
+      static_range(m_panels, static_cast<int>(ib), static_cast<int>(m_blocks), &p0, &p1);
+      *ic = p0 * plan.mr;
+      *mc = std::min(p1 * plan.mr, s.m) - *ic;
+    };
+    // The tiles of rows [ic, ic + mc) (packed in a_buf) by the column panels [jp_begin, jp_end)
+    // of the KC x NC block of B whose panel jp is at b_block + jp * panel_stride.
+    const auto run_block = [&](std::size_t ic, std::size_t mc, std::size_t jc, std::size_t nc,
+                               std::size_t pc, std::size_t kc, const float* b_block,
+                               std::size_t panel_stride, std::size_t jp_begin, std::size_t jp_end) {
+      const float beta_pc = pc == 0 ? beta : 1.0f;
+      const SliverShares shares(plan.nr * kc, (mc + plan.mr - 1) / plan.mr);
+      for (std::size_t jp = jp_begin; jp < jp_end; ++jp) {
+        const std::size_t jr = jp * plan.nr;
+        const std::size_t cols = std::min(plan.nr, nc - jr);
+        const float* bp = b_block + jp * panel_stride;
+        for (std::size_t ir = 0; ir < mc; ir += plan.mr) {
+          const std::size_t rows = std::min(plan.mr, mc - ir);
+          const float* ap = a_buf + ir * kc * plan.copies;
+          float* cp = c + (ic + ir) * ldc + jc + jr;
+          const L2Prefetch next = prefetch_slivers && jp + 1 < jp_end
+                                      ? shares.of(bp + panel_stride, ir / plan.mr)
+                                      : L2Prefetch{};
+          kern.gemm_ukernel(kc, ap, bp, cp, ldc, alpha, beta_pc, rows, cols,
+                            (pc == 0 && bias) ? bias + jc + jr : nullptr, next);
+        }
+      }
+    };
     for (std::size_t jc = 0; jc < s.n; jc += plan.nc) {
       const std::size_t nc = std::min(plan.nc, s.n - jc);
       const std::size_t n_panels = (nc + plan.nr - 1) / plan.nr;
+      const bool own_columns = !prepacked && nt == 2 && s.m <= s.n && s.m <= kOwnColumnsMaxRows &&
+                               n_panels >= 2 * kOwnColumnsMinPanels;
+      if (own_columns) {
+        // Panels a full KC apart, so that a thread's panels stay where they are for a last,
+        // shorter KC block, clear of the other threads' panels.
+        const std::size_t stride = plan.nr * plan.kc;
+        std::size_t pb, pe;
+        static_range(n_panels, tid, nt, &pb, &pe);
+        for (std::size_t pc = 0; pc < s.k; pc += plan.kc) {
+          const std::size_t kc = std::min(plan.kc, s.k - pc);
+          pack_b(kern, plan, b, pc, kc, jc, nc, pb, pe, b_buf, stride);
+          for (std::size_t ib = 0; ib < m_blocks; ++ib) {
+            std::size_t ic, mc;
+            block_rows(ib, &ic, &mc);
+            pack_a(kern, plan, a, ic, mc, pc, kc, a_buf);
+            run_block(ic, mc, jc, nc, pc, kc, b_buf, stride, pb, pe);
+          }
+        }
+        // The next NC block splits its panels differently: none may be overwritten while read.
+        if (jc + plan.nc < s.n) barrier(nt);
+        continue;
+      }
       // With fewer row blocks than threads, also split the column panels.
       const std::size_t col_groups =
           m_blocks >= static_cast<std::size_t>(nt)
@@ -631,14 +707,13 @@ void gemm_packed(const Kernels& kern, int threads, const GemmShape& s, float alp
               : std::min(n_panels, (static_cast<std::size_t>(nt) + m_blocks - 1) / m_blocks);
       for (std::size_t pc = 0; pc < s.k; pc += plan.kc) {
         const std::size_t kc = std::min(plan.kc, s.k - pc);
-        const float beta_pc = pc == 0 ? beta : 1.0f;
         const float* b_block = b_buf;
         if (prepacked) {
           b_block = prepacked + pc * n_padded + jc * kc;
         } else {
           std::size_t pb, pe;
           static_range(n_panels, tid, nt, &pb, &pe);
-          pack_b(kern, plan, b, pc, kc, jc, nc, pb, pe, b_buf);
+          pack_b(kern, plan, b, pc, kc, jc, nc, pb, pe, b_buf, plan.nr * kc);
           barrier(nt);
         }
         std::size_t tb, te;
@@ -646,12 +721,8 @@ void gemm_packed(const Kernels& kern, int threads, const GemmShape& s, float alp
         std::size_t packed_block = SIZE_MAX;
         for (std::size_t task = tb; task < te; ++task) {
           const std::size_t ib = task / col_groups;
-          // Block ib: its share of the MR-row panels (blocks differ by at most one panel, so
-          // threads that own equally many blocks own equally many rows, give or take MR).
-          std::size_t p0, p1;
-          static_range(m_panels, static_cast<int>(ib), static_cast<int>(m_blocks), &p0, &p1);
-          const std::size_t ic = p0 * plan.mr;
-          const std::size_t mc = std::min(p1 * plan.mr, s.m) - ic;
+          std::size_t ic, mc;
+          block_rows(ib, &ic, &mc);
           if (packed_block != ib) {
             pack_a(kern, plan, a, ic, mc, pc, kc, a_buf);
             packed_block = ib;
@@ -659,23 +730,7 @@ void gemm_packed(const Kernels& kern, int threads, const GemmShape& s, float alp
           std::size_t jp_begin, jp_end;
           static_range(n_panels, static_cast<int>(task % col_groups), static_cast<int>(col_groups),
                        &jp_begin, &jp_end);
-          const std::size_t sliver = plan.nr * kc;
-          const SliverShares shares(sliver, (mc + plan.mr - 1) / plan.mr);
-          for (std::size_t jp = jp_begin; jp < jp_end; ++jp) {
-            const std::size_t jr = jp * plan.nr;
-            const std::size_t cols = std::min(plan.nr, nc - jr);
-            const float* bp = b_block + jp * sliver;
-            for (std::size_t ir = 0; ir < mc; ir += plan.mr) {
-              const std::size_t rows = std::min(plan.mr, mc - ir);
-              const float* ap = a_buf + ir * kc * plan.copies;
-              float* cp = c + (ic + ir) * ldc + jc + jr;
-              const L2Prefetch next = prefetch_slivers && jp + 1 < jp_end
-                                          ? shares.of(bp + sliver, ir / plan.mr)
-                                          : L2Prefetch{};
-              kern.gemm_ukernel(kc, ap, bp, cp, ldc, alpha, beta_pc, rows, cols,
-                                (pc == 0 && bias) ? bias + jc + jr : nullptr, next);
-            }
-          }
+          run_block(ic, mc, jc, nc, pc, kc, b_block, plan.nr * kc, jp_begin, jp_end);
         }
         if (!prepacked) barrier(nt);
       }
@@ -798,7 +853,7 @@ void gemm_prepack_b(const Kernels& kern, int threads, std::size_t k, std::size_t
     static_range(n_panels, t, nt, &pb, &pe);
     for (std::size_t pc = 0; pc < k; pc += plan.kc) {
       const std::size_t kc = std::min(plan.kc, k - pc);
-      pack_b(kern, plan, b, pc, kc, 0, n, pb, pe, dst + pc * n_panels * plan.nr);
+      pack_b(kern, plan, b, pc, kc, 0, n, pb, pe, dst + pc * n_panels * plan.nr, plan.nr * kc);
     }
   });
 }
