@@ -102,7 +102,8 @@ TEST_CASE("the Goto loop nest split by columns among the threads, several KC and
   // side (not a full KC apart) 7 of 10 runs of one two-thread call per case failed, with no
   // barrier before the second NC block 6 of 10, so two threads run 8 times (then 10 of 10 runs
   // failed for each breach, with 24-99 differing calls). Every transpose of A and B; threads 1, 2
-  // and 3 (under an emulator 1 and 2) bit-identical, the first checked against the reference.
+  // and 3 (under an emulator 1 and 2) bit-identical, the first checked against the reference;
+  // alpha -0.5, beta 2 and a bias (added in the first KC block only).
   for (attn::Isa isa : attn_test::test_isas()) {
     attn::detail::Kernels kern = attn_test::narrow_blocking_kernels(isa);
     kern.gemm_blocking.mc = 2 * kern.gemm_mr;
@@ -113,14 +114,19 @@ TEST_CASE("the Goto loop nest split by columns among the threads, several KC and
     for (Transpose ta : {Transpose::no, Transpose::yes}) {
       for (Transpose tb : {Transpose::no, Transpose::yes}) {
         INFO("isa " << attn::isa_name(isa) << " ta " << int(ta) << " tb " << int(tb));
-        const Case cs{m, n, k, ta, tb, 1.0f, 0.5f, kPad};
+        const Case cs{m, n, k, ta, tb, -0.5f, 2.0f, kPad};
         attn_test::Rng rng(89);
         const std::size_t ar = ta == Transpose::no ? m : k, ac = ta == Transpose::no ? k : m,
                           br = tb == Transpose::no ? k : n, bc = tb == Transpose::no ? n : k,
                           ldc = n + kPad;
         const auto a = rng.uniform_vec(ar * (ac + kPad)), b = rng.uniform_vec(br * (bc + kPad)),
-                   c0 = rng.uniform_vec(m * ldc);
+                   c0 = rng.uniform_vec(m * ldc), bias = rng.uniform_vec(n);
         const GemmOperand ga = operand(a.data(), ta, ac), gb = operand(b.data(), tb, bc);
+        auto c0_ref = c0;  // the bias checked as part of C, as in the test above
+        for (std::size_t i = 0; i < m; ++i) {
+          for (std::size_t j = 0; j < n; ++j)
+            c0_ref[i * ldc + j] += bias[j] / cs.beta;
+        }
         std::vector<float> first;
         for (int threads : {1, 2, 2, 2, 2, 2, 2, 2, 2, 3}) {
           if (threads == 3 && attn_test::emulated()) break;
@@ -129,10 +135,11 @@ TEST_CASE("the Goto loop nest split by columns among the threads, several KC and
               kern, attn::detail::GemmPath::packed, threads, {m, n, k}, ga, gb));
           auto c = c0;
           attn::detail::gemm_on_path(kern, attn::detail::GemmPath::packed, threads, {m, n, k},
-                                     cs.alpha, ga, gb, cs.beta, c.data(), ldc, scratch.get());
+                                     cs.alpha, ga, gb, cs.beta, c.data(), ldc, scratch.get(),
+                                     bias.data());
           if (first.empty()) {
             attn_test::check_result(cs, {a.data(), ar, ac, ac + kPad},
-                                    {b.data(), br, bc, bc + kPad}, c0, c);
+                                    {b.data(), br, bc, bc + kPad}, c0_ref, c);
             first = c;
           } else {
             CHECK(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0);

@@ -604,7 +604,8 @@ void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float
 //
 // Threads split C one of two ways. By rows (the default): each thread packs its share of the B
 // panels into the shared buffer, all wait, then each packs its own row blocks of A and runs them
-// against every panel, and all wait again before the next KC x NC block overwrites the panels.
+// against every panel (a share of them where there are fewer row blocks than threads), and all
+// wait again before the next KC x NC block overwrites the panels.
 // By columns (own_columns): each thread packs only its own panels and runs every row block of A
 // against them, so no thread reads the panels another packed and only a new NC block needs a
 // barrier; the price is that each thread packs all of A, not its share. perf of 512^3 on two
@@ -616,11 +617,12 @@ void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float
 // 0.979x, 0.949x and 1024^3 1.013x, 1.003x, 1.019x, 0.981x, 0.975x (the hour moves them); but
 // 1536 x 2304 x 768 1.013x and 1.003x, 2048 x 2304 x 768 1.028x, 2048^3 1.007x, so rows beyond
 // kOwnColumnsMaxRows keep the split by rows (AVX2, whose kernel takes twice as long per packed
-// value, gained there too: 512^3 0.908x, 1024^3 0.989x, 2048 x 2304 x 768 0.969x). Only m <= n
-// was measured (m > n: 2048 x 512 x 512 1.05x by columns, a /tmp harness) and only on two
-// threads: with more, every thread still packs all of A for fewer panels of its own, a trade
-// this 2-CPU machine cannot measure, so they split by rows. At least kOwnColumnsMinPanels panels
-// a thread, so that each packed block of A serves several.
+// value, gained there too: 512^3 0.908x, 1024^3 0.989x, 2048 x 2304 x 768 0.969x). Of m > n,
+// one shape was measured, 2048 x 512 x 512 (1.05x by columns, a /tmp harness), itself beyond
+// 1024 rows; the rule asks m <= n too, where each thread's share of B is at least its A. Only
+// two threads were measured: with more, every thread still packs all of A for fewer panels of its
+// own, a trade this 2-CPU machine cannot measure, so they split by rows. At least
+// kOwnColumnsMinPanels panels a thread, so that each packed block of A serves several.
 constexpr std::size_t kOwnColumnsMinPanels = 4;
 constexpr std::size_t kOwnColumnsMaxRows = 1024;
 
@@ -696,7 +698,10 @@ void gemm_packed(const Kernels& kern, int threads, const GemmShape& s, float alp
             run_block(ic, mc, jc, nc, pc, kc, b_buf, stride, pb, pe);
           }
         }
-        // The next NC block splits its panels differently: none may be overwritten while read.
+        // No thread may pack the next NC block's panels while another reads this one's: the
+        // last, narrower block splits its panels otherwise, or by rows. (Between two full
+        // blocks the split is the same and the barrier not needed; it costs one wait per
+        // 4096 columns on AVX-512.)
         if (jc + plan.nc < s.n) barrier(nt);
         continue;
       }
