@@ -619,7 +619,7 @@ void gemm_prefetched(const Kernels& kern, int threads, const GemmShape& s, float
 // kOwnColumnsMaxRows keep the split by rows (AVX2, whose kernel takes twice as long per packed
 // value, gained there too: 512^3 0.908x, 1024^3 0.989x, 2048 x 2304 x 768 0.969x). Of m > n,
 // one shape was measured, 2048 x 512 x 512 (1.05x by columns, a /tmp harness), itself beyond
-// 1024 rows; the rule asks m <= n too, where each thread's share of B is at least its A. Only
+// 1024 rows; the rule asks m <= n too, where A is no larger than B. Only
 // two threads were measured: with more, every thread still packs all of A for fewer panels of its
 // own, a trade this 2-CPU machine cannot measure, so they split by rows. At least
 // kOwnColumnsMinPanels panels a thread, so that each packed block of A serves several.
